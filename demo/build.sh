@@ -1,0 +1,31 @@
+#!/bin/sh
+# Builds the demo game folder from demo/src with eifs' own writer.
+# A folder whose name ends in an archive extension (.res .mod .anm .bon
+# .mpr .mq) becomes that archive; a folder whose name ends in '@' becomes
+# an archive named without the '@' (the extensionless clips of .anm files).
+# Innermost archives are packed first, so nesting works at any depth.
+# Every entry gets the same timestamp, so the output is reproducible.
+set -eu
+src=$1 out=$2 eifs=$3
+stamp=1000000000   # 2001-09-09, the game's era
+
+rm -rf "$out.tmp"
+mkdir -p "$(dirname "$out")"
+cp -R "$src" "$out.tmp"
+find "$out.tmp" -name .gitkeep -delete
+# deepest first: sort by depth, longest path first
+find "$out.tmp" -mindepth 1 -type d | awk '{ print gsub("/", "/"), $0 }' | sort -rn | cut -d' ' -f2- |
+while IFS= read -r dir; do
+	case "$dir" in
+	*.res|*.RES|*.mod|*.anm|*.bon|*.mpr|*.mq|*@) ;;
+	*) continue ;;
+	esac
+	target=${dir%@}
+	"$eifs" pack --dedup --time "$stamp" "$dir" "$dir.packed"
+	rm -rf "$dir"
+	mv "$dir.packed" "$target"
+	touch -d "@$stamp" "$target"
+done
+rm -rf "$out"
+mv "$out.tmp" "$out"
+touch "$out/.built"

@@ -1,0 +1,31 @@
+/* The eifs commands; each takes the arguments after its own name and
+ * returns the process exit status. */
+#ifndef EIFS_CLI_H
+#define EIFS_CLI_H
+
+#include "tree.h"
+
+enum exit_status {
+	EXIT_OK = 0,
+	EXIT_PROBLEMS = 1,  /* a command ran and found or hit problems */
+	EXIT_USAGE = 64,    /* bad command line (sysexits' EX_USAGE) */
+	EXIT_NO_SOURCE = 66,/* SRC could not be opened or parsed (EX_NOINPUT) */
+	EXIT_MOUNT = 71,    /* the mount itself failed (EX_OSERR) */
+};
+
+int cmd_mount(int argc, char **argv, int helper_form);
+int cmd_umount(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
+int cmd_extract(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
+
+/* Opens ARCHIVE[/PATH] (or FOLDER[/PATH]): the longest prefix that exists
+ * on disk is opened, the rest is looked up inside.  Returns NULL after
+ * printing why. */
+struct tree_node *cli_open_path(const char *arg, struct tree **tree);
+
+void cli_usage(FILE *to);
+
+#endif

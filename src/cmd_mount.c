@@ -1,0 +1,214 @@
+/* eifs mount SRC MNT, eifs SRC MNT (mount.fuse3 / fstab), eifs umount MNT. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <glib.h>
+
+#include "cli.h"
+#include "fs.h"
+#include "log.h"
+
+struct mount_args {
+	const char *src;
+	const char *mnt;
+	GString *fuse_opts;  /* -o options passed on to the kernel/libfuse */
+	double timeout;
+	int foreground, debug, single_thread;
+};
+
+/* Splits one -o list: eifs' own options are taken, the rest passed on. */
+static int take_options(struct mount_args *m, const char *list)
+{
+	gchar **opts = g_strsplit(list, ",", -1);
+	int rc = 0;
+
+	for (gchar **o = opts; *o; o++) {
+		if (!**o)
+			continue;
+		if (g_str_has_prefix(*o, "timeout=")) {
+			char *end;
+
+			m->timeout = g_ascii_strtod(*o + 8, &end);
+			if (*end || m->timeout < 0) {
+				fprintf(stderr, "eifs: bad option '%s' (seconds expected)\n", *o);
+				rc = -1;
+			}
+		} else if (!strcmp(*o, "rw") || !strcmp(*o, "ro")) {
+			/* read-only in this version whatever is asked */
+		} else {
+			g_string_append_printf(m->fuse_opts, ",%s", *o);
+		}
+	}
+	g_strfreev(opts);
+	return rc;
+}
+
+static int parse_mount_args(int argc, char **argv, struct mount_args *m)
+{
+	int positional = 0;
+
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-o") && i + 1 < argc) {
+			if (take_options(m, argv[++i]) < 0)
+				return -1;
+		} else if (g_str_has_prefix(a, "-o") && a[2]) {
+			if (take_options(m, a + 2) < 0)
+				return -1;
+		} else if (!strcmp(a, "-f")) {
+			m->foreground = 1;
+		} else if (!strcmp(a, "-d")) {
+			m->debug = m->foreground = 1;
+		} else if (!strcmp(a, "-s")) {
+			m->single_thread = 1;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "eifs: unknown mount option '%s'\n", a);
+			return -1;
+		} else if (positional == 0) {
+			m->src = a;
+			positional++;
+		} else if (positional == 1) {
+			m->mnt = a;
+			positional++;
+		} else {
+			fprintf(stderr, "eifs: unexpected argument '%s'\n", a);
+			return -1;
+		}
+	}
+	if (positional != 2) {
+		fprintf(stderr, "eifs: usage: eifs mount SRC MNT [-o OPTS] [-f] [-d] [-s]\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Archives stay open while mounted, and plain files once read. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int serve(struct fuse_session *se, int single_thread)
+{
+	struct fuse_loop_config *cfg;
+	int rc;
+
+	if (single_thread)
+		return fuse_session_loop(se);
+	cfg = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_idle_threads(cfg, 4);
+	rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
+static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
+{
+	char *opts;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se;
+
+	fuse_opt_add_arg(&args, "eifs");
+	opts = g_strdup_printf("ro,default_permissions,subtype=eifs%s", m->fuse_opts->str);
+	fuse_opt_add_arg(&args, "-o");
+	fuse_opt_add_arg(&args, opts);
+	fuse_opt_add_arg(&args, "-o");
+	{
+		char *name = g_strdup_printf("fsname=%s", m->src);
+		/* escapes the commas a path may hold */
+		char *o = NULL;
+
+		fuse_opt_add_opt_escaped(&o, name);
+		fuse_opt_add_arg(&args, o);
+		free(o);
+		g_free(name);
+	}
+	if (m->debug)
+		fuse_opt_add_arg(&args, "-d");
+	se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, fs);
+	fuse_opt_free_args(&args);
+	g_free(opts);
+	return se;
+}
+
+int cmd_mount(int argc, char **argv, int helper_form)
+{
+	struct mount_args m = { .fuse_opts = g_string_new(NULL), .timeout = 86400 };
+	struct fs fs = { 0 };
+	struct fuse_session *se = NULL;
+	struct stat st;
+	int err = 0, status = EXIT_MOUNT;
+
+	if (parse_mount_args(argc, argv, &m) < 0) {
+		g_string_free(m.fuse_opts, TRUE);
+		return EXIT_USAGE;
+	}
+	log_set_debug(m.debug);
+	raise_fd_limit();
+	fs.timeout = m.timeout;
+	fs.tree = tree_open(m.src, &err);
+	if (!fs.tree) {
+		fprintf(stderr, "eifs: cannot mount %s: %s\n", m.src, strerror(err));
+		g_string_free(m.fuse_opts, TRUE);
+		return EXIT_NO_SOURCE;
+	}
+	if (stat(m.mnt, &st) < 0 && errno == ENOENT && !helper_form && g_mkdir_with_parents(m.mnt, 0755) < 0) {
+		fprintf(stderr, "eifs: cannot create %s: %s\n", m.mnt, strerror(errno));
+		goto out;
+	}
+	se = new_session(&m, &fs);
+	if (!se)
+		goto out;
+	if (fuse_set_signal_handlers(se) < 0)
+		goto out;
+	if (fuse_session_mount(se, m.mnt) < 0) {
+		fuse_remove_signal_handlers(se);
+		goto out;
+	}
+	/* Only now, with SRC parsed and the mount in place, leave the terminal. */
+	if (fuse_daemonize(m.foreground) < 0) {
+		fuse_session_unmount(se);
+		fuse_remove_signal_handlers(se);
+		goto out;
+	}
+	if (!m.foreground)
+		log_to_syslog();
+	status = serve(se, m.single_thread) == 0 ? EXIT_OK : EXIT_MOUNT;
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+out:
+	if (se)
+		fuse_session_destroy(se);
+	tree_free(fs.tree);
+	g_string_free(m.fuse_opts, TRUE);
+	return status;
+}
+
+int cmd_umount(int argc, char **argv)
+{
+	const char *args[5] = { "fusermount3", "-u", NULL, NULL, NULL };
+	int lazy = argc == 2 && !strcmp(argv[0], "-z");
+
+	if (argc != 1 + lazy) {
+		fprintf(stderr, "eifs umount: usage: eifs umount [-z] MNT\n");
+		return EXIT_USAGE;
+	}
+	if (lazy)
+		args[2] = "-z";
+	args[2 + lazy] = argv[lazy];
+	execvp(args[0], (char **)args);
+	fprintf(stderr, "eifs: cannot run fusermount3: %s\n", strerror(errno));
+	return EXIT_MOUNT;
+}

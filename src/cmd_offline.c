@@ -1,0 +1,395 @@
+/* Offline commands: ls, cat, extract, check.  They walk the same tree the
+ * mount shows, so scripts and tests see exactly what a mount would. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <glib.h>
+
+#include "cli.h"
+#include "names.h"
+#include "res.h"
+#include "res_check.h"
+
+struct tree_node *cli_open_path(const char *arg, struct tree **tree)
+{
+	char *disk = g_strdup(arg);
+	char *inside;
+	struct tree_node *n;
+	struct stat st;
+	int err = 0;
+
+	while (stat(disk, &st) < 0) {
+		char *slash = strrchr(disk, '/');
+
+		if (!slash || slash == disk) {
+			fprintf(stderr, "eifs: %s: %s\n", arg, strerror(ENOENT));
+			g_free(disk);
+			return NULL;
+		}
+		*slash = '\0';
+	}
+	inside = g_strdelimit(g_strdup(arg + strlen(disk)), "\\", '/');
+	*tree = tree_open(disk, &err);
+	n = *tree ? tree_resolve(*tree, tree_root(*tree), inside, &err) : NULL;
+	if (*tree && !n)
+		fprintf(stderr, "eifs: %s: %s\n", arg, strerror(err));
+	g_free(inside);
+	g_free(disk);
+	return n;
+}
+
+/* ---- ls ----------------------------------------------------------------- */
+
+static void print_long(const struct tree_node *n, const char *path)
+{
+	char mode[11] = "----------", when[32];
+	static const char rwx[] = "rwxrwxrwx";
+	struct tm tm;
+	time_t t = (time_t)n->mtime;
+
+	if (tree_is_dir(n))
+		mode[0] = 'd';
+	for (int i = 0; i < 9; i++)
+		if (n->mode & (0400u >> i))
+			mode[i + 1] = rwx[i];
+	localtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+	printf("%s %12llu %s %s\n", mode, (unsigned long long)n->size, when, path);
+}
+
+static void print_node(const struct tree_node *n, const char *path, int lng)
+{
+	if (lng)
+		print_long(n, path);
+	else
+		puts(path);
+}
+
+static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, int lng, int recursive)
+{
+	const struct tree_dir *d;
+	int rc = tree_children(t, dir, &d), status = EXIT_OK;
+
+	if (rc < 0) {
+		char *p = tree_path(dir);
+
+		fprintf(stderr, "eifs: %s: %s\n", p, strerror(-rc));
+		g_free(p);
+		return EXIT_PROBLEMS;
+	}
+	for (uint32_t i = 0; i < d->count; i++) {
+		struct tree_node *n = &d->child[i];
+		char *path = *prefix ? g_strconcat(prefix, "/", n->name, NULL) : g_strdup(n->name);
+
+		print_node(n, recursive ? path : n->name, lng);
+		if (recursive && tree_is_dir(n) && list_dir(t, n, path, lng, 1) != EXIT_OK)
+			status = EXIT_PROBLEMS;
+		g_free(path);
+	}
+	return status;
+}
+
+int cmd_ls(int argc, char **argv)
+{
+	int lng = 0, recursive = 0, opt, status = EXIT_OK;
+
+	optind = 0;
+	while ((opt = getopt(argc + 1, argv - 1, "lR")) != -1) {
+		if (opt == 'l')
+			lng = 1;
+		else if (opt == 'R')
+			recursive = 1;
+		else
+			return EXIT_USAGE;
+	}
+	if (optind - 1 >= argc) {
+		fprintf(stderr, "eifs ls: which archive or folder?\n");
+		return EXIT_USAGE;
+	}
+	for (int i = optind - 1; i < argc; i++) {
+		struct tree *t = NULL;
+		struct tree_node *n = cli_open_path(argv[i], &t);
+
+		if (!n)
+			status = t ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
+		else if (!tree_is_dir(n))
+			print_node(n, argv[i], lng);
+		else if (list_dir(t, n, "", lng, recursive) != EXIT_OK)
+			status = EXIT_PROBLEMS;
+		tree_free(t);
+	}
+	return status;
+}
+
+/* ---- cat ---------------------------------------------------------------- */
+
+static int cat_node(struct tree *t, struct tree_node *n, const char *arg)
+{
+	enum { CHUNK = 1 << 20 };
+	char *buf = g_malloc(CHUNK);
+	uint64_t off = 0;
+	ssize_t got;
+
+	while ((got = tree_read(t, n, buf, CHUNK, off)) > 0) {
+		if (fwrite(buf, 1, (size_t)got, stdout) != (size_t)got) {
+			g_free(buf);
+			fprintf(stderr, "eifs: cat: write error: %s\n", strerror(errno));
+			return EXIT_PROBLEMS;
+		}
+		off += (uint64_t)got;
+	}
+	g_free(buf);
+	if (got < 0) {
+		fprintf(stderr, "eifs: %s: %s\n", arg, strerror((int)-got));
+		return EXIT_PROBLEMS;
+	}
+	return EXIT_OK;
+}
+
+int cmd_cat(int argc, char **argv)
+{
+	int status = EXIT_OK;
+
+	if (argc < 1) {
+		fprintf(stderr, "eifs cat: which ARCHIVE/PATH?\n");
+		return EXIT_USAGE;
+	}
+	for (int i = 0; i < argc; i++) {
+		struct tree *t = NULL;
+		struct tree_node *n = cli_open_path(argv[i], &t);
+
+		if (!n)
+			status = t ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
+		else if (tree_is_dir(n)) {
+			fprintf(stderr, "eifs: %s: %s\n", argv[i], strerror(EISDIR));
+			status = EXIT_PROBLEMS;
+		} else if (cat_node(t, n, argv[i]) != EXIT_OK)
+			status = EXIT_PROBLEMS;
+		tree_free(t);
+	}
+	if (fflush(stdout) != 0)
+		status = EXIT_PROBLEMS;
+	return status;
+}
+
+/* ---- extract ------------------------------------------------------------ */
+
+static int copy_out(int in, uint64_t pos, uint64_t len, int out)
+{
+	char buf[1 << 16];
+
+	while (len > 0) {
+		size_t want = len < sizeof buf ? (size_t)len : sizeof buf;
+		ssize_t n = pread(in, buf, want, (off_t)pos);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		if (write(out, buf, (size_t)n) != n)
+			return -errno;
+		pos += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+static int extract_entry(const struct tree_node *a, const struct res_table *tab, uint32_t i,
+			 const char *dir, GHashTable *done)
+{
+	const struct res_entry *e = &tab->entries[i];
+	GPtrArray *comps = g_ptr_array_new_with_free_func(g_free);
+	char *rel, *path, *parent;
+	int fd, rc;
+
+	names_split(res_entry_name(tab, i), e->name_len, comps);
+	g_ptr_array_add(comps, NULL);
+	rel = g_build_filenamev((gchar **)comps->pdata);
+	while (g_hash_table_contains(done, rel)) {
+		char *other = names_dedup(rel, i);
+
+		fprintf(stderr, "eifs: entry %u: %s was extracted already; written as %s\n", i, rel, other);
+		g_free(rel);
+		rel = other;
+	}
+	g_hash_table_add(done, rel);
+	path = g_build_filename(dir, rel, NULL);
+	parent = g_path_get_dirname(path);
+	rc = g_mkdir_with_parents(parent, 0755) < 0 ? -errno : 0;
+	fd = rc < 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (rc == 0 && fd < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = copy_out(a->src->fd, a->offset + e->offset, e->length, fd);
+	if (rc == 0) {
+		struct timespec ts[2] = { { (time_t)e->mtime, 0 }, { (time_t)e->mtime, 0 } };
+
+		if (futimens(fd, ts) < 0 || close(fd) < 0)
+			rc = -errno;
+		fd = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		fprintf(stderr, "eifs: %s: %s\n", path, strerror(-rc));
+	g_free(path);
+	g_free(parent);
+	g_ptr_array_unref(comps);
+	return rc;
+}
+
+static char *default_extract_dir(const char *archive_name)
+{
+	char *d = g_strdup(archive_name);
+	char *dot = strrchr(d, '.');
+
+	if (dot && dot != d)
+		*dot = '_';
+	else {
+		char *x = g_strconcat(d, "_res", NULL);
+
+		g_free(d);
+		d = x;
+	}
+	return d;
+}
+
+int cmd_extract(int argc, char **argv)
+{
+	struct tree *t = NULL;
+	struct tree_node *a;
+	struct res_table tab;
+	struct res_error err = { 0 };
+	GHashTable *done;
+	char *dir;
+	int status = EXIT_OK;
+
+	if (argc < 1 || argc > 2) {
+		fprintf(stderr, "eifs extract: usage: eifs extract ARCHIVE [DIR]\n");
+		return EXIT_USAGE;
+	}
+	a = cli_open_path(argv[0], &t);
+	if (!a || a->kind != NODE_ARCHIVE) {
+		if (a)
+			fprintf(stderr, "eifs: %s: not an archive\n", argv[0]);
+		tree_free(t);
+		return a ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
+	}
+	if (res_table_read(&(struct res_window){ a->src->fd, a->offset, a->size }, &tab, &err) < 0) {
+		fprintf(stderr, "eifs: %s: offset %llu: %s\n", argv[0], (unsigned long long)err.offset, err.msg);
+		tree_free(t);
+		return EXIT_NO_SOURCE;
+	}
+	dir = argc == 2 ? g_strdup(argv[1]) : default_extract_dir(a->name);
+	done = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	for (uint32_t i = 0; i < tab.hdr.count; i++) {
+		unsigned faults = res_entry_faults(&tab, i, a->size);
+
+		if (faults) {
+			fprintf(stderr, "eifs: %s: entry %u: %s outside the archive; skipped\n", argv[0], i,
+				faults & RES_FAULT_NAME ? "name" : "data");
+			status = EXIT_PROBLEMS;
+		} else if (extract_entry(a, &tab, i, dir, done) < 0) {
+			status = EXIT_PROBLEMS;
+		}
+	}
+	g_hash_table_destroy(done);
+	g_free(dir);
+	res_table_free(&tab);
+	tree_free(t);
+	return status;
+}
+
+/* ---- check -------------------------------------------------------------- */
+
+struct check_ctx {
+	const char *path;
+	unsigned problems;
+};
+
+static void check_report(void *ctx, uint64_t offset, const char *problem)
+{
+	struct check_ctx *c = ctx;
+
+	printf("%s: offset %llu: %s\n", c->path, (unsigned long long)offset, problem);
+}
+
+static unsigned check_tree(struct tree *t, struct tree_node *n);
+
+static unsigned check_archive(struct tree *t, struct tree_node *a)
+{
+	struct res_window w = { a->src->fd, a->offset, a->size };
+	struct check_ctx c = { tree_path(a), 0 };
+	struct res_error err = { 0 };
+	struct res_table tab;
+
+	if (res_table_read(&w, &tab, &err) < 0) {
+		check_report(&c, err.offset, err.msg);
+		c.problems = 1;
+	} else {
+		c.problems = res_check(&tab, a->size, check_report, &c);
+		printf("%s: %u entries, %s\n", c.path, tab.hdr.count,
+		       c.problems ? "PROBLEMS" : "ok");
+		res_table_free(&tab);
+		c.problems += check_tree(t, a);
+	}
+	g_free((char *)c.path);
+	return c.problems;
+}
+
+/* Nested archives below n; an entry that has the RES magic but could not
+ * be opened as an archive counts as a problem too. */
+static unsigned check_tree(struct tree *t, struct tree_node *n)
+{
+	const struct tree_dir *d;
+	unsigned problems = 0;
+
+	if (tree_children(t, n, &d) < 0)
+		return 1;
+	for (uint32_t i = 0; i < d->count; i++) {
+		struct tree_node *c = &d->child[i];
+		unsigned char magic[4];
+
+		if (c->kind == NODE_ARCHIVE)
+			problems += check_archive(t, c);
+		else if (c->kind == NODE_VDIR)
+			problems += check_tree(t, c);
+		else if (c->kind == NODE_ENTRY && names_is_archive_ext(c->name)
+			 && tree_read(t, c, magic, 4, 0) == 4 && res_is_magic(magic, 4)) {
+			char *p = tree_path(c);
+
+			printf("%s: nested archive cannot be opened\n", p);
+			g_free(p);
+			problems++;
+		}
+	}
+	return problems;
+}
+
+int cmd_check(int argc, char **argv)
+{
+	int status = EXIT_OK;
+
+	if (argc < 1) {
+		fprintf(stderr, "eifs check: which archive?\n");
+		return EXIT_USAGE;
+	}
+	for (int i = 0; i < argc; i++) {
+		struct tree *t = NULL;
+		struct tree_node *a = cli_open_path(argv[i], &t);
+
+		if (!a)
+			status = t ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
+		else if (a->kind == NODE_ARCHIVE ? check_archive(t, a) : check_tree(t, a))
+			status = EXIT_PROBLEMS;
+		tree_free(t);
+	}
+	return status;
+}

@@ -1,0 +1,170 @@
+/* eifs pack DIR OUT.res: every file below DIR becomes an entry named by its
+ * path, with '\' between directories, in cp1251. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <glib.h>
+
+#include "cli.h"
+#include "cp1251.h"
+#include "res.h"
+#include "res_write.h"
+
+struct pack_list {
+	GArray *items;       /* struct res_pack_item */
+	GPtrArray *owned;    /* names and paths to free */
+	int64_t fixed_time;  /* -1: each file's mtime */
+	int errors;
+};
+
+static void add_file(struct pack_list *l, const char *path, const char *rel, const struct stat *st)
+{
+	GString *name = g_string_new(NULL);
+	char *stored = g_strdelimit(g_strdup(rel), "/", '\\');
+	size_t bad = 0;
+	struct res_pack_item it = { 0 };
+
+	if (utf8_to_cp1251(stored, strlen(stored), name, &bad) < 0) {
+		fprintf(stderr, "eifs: pack: %s: byte %zu of the name has no cp1251 form\n", path, bad);
+		l->errors++;
+		g_string_free(name, TRUE);
+		g_free(stored);
+		return;
+	}
+	g_free(stored);
+	it.name_len = name->len;
+	it.name = g_string_free(name, FALSE);
+	it.path = g_strdup(path);
+	it.fd = -1;
+	it.length = (uint64_t)st->st_size;
+	it.mtime = (uint32_t)(l->fixed_time >= 0 ? l->fixed_time : st->st_mtime);
+	g_ptr_array_add(l->owned, it.name);
+	g_ptr_array_add(l->owned, (char *)it.path);
+	g_array_append_val(l->items, it);
+}
+
+static void walk(struct pack_list *l, const char *dir, const char *rel)
+{
+	GDir *d = g_dir_open(dir, 0, NULL);
+	const char *name;
+
+	if (!d) {
+		fprintf(stderr, "eifs: pack: %s: %s\n", dir, strerror(errno));
+		l->errors++;
+		return;
+	}
+	while ((name = g_dir_read_name(d))) {
+		char *path = g_build_filename(dir, name, NULL);
+		char *sub = *rel ? g_strconcat(rel, "/", name, NULL) : g_strdup(name);
+		struct stat st;
+
+		if (stat(path, &st) < 0) {
+			fprintf(stderr, "eifs: pack: %s: %s\n", path, strerror(errno));
+			l->errors++;
+		} else if (S_ISDIR(st.st_mode)) {
+			walk(l, path, sub);
+		} else if (S_ISREG(st.st_mode)) {
+			add_file(l, path, sub, &st);
+		}
+		g_free(path);
+		g_free(sub);
+	}
+	g_dir_close(d);
+}
+
+static int warn_case_duplicates(const struct res_pack_item *items, guint n)
+{
+	int dups = 0;
+
+	/* packer order puts case variants next to each other */
+	for (guint i = 1; i < n; i++)
+		if (res_name_equal(items[i - 1].name, items[i - 1].name_len, items[i].name, items[i].name_len)) {
+			fprintf(stderr, "eifs: pack: warning: \"%.*s\" and \"%.*s\" differ only in case; the game finds one of them\n",
+				(int)items[i - 1].name_len, items[i - 1].name, (int)items[i].name_len, items[i].name);
+			dups++;
+		}
+	return dups;
+}
+
+/* Writes next to OUT and renames over it only when complete, so that a
+ * failed or interrupted pack never leaves a half archive under OUT. */
+static int write_archive(const char *out, struct pack_list *l, const struct res_pack_options *opt)
+{
+	char *tmp = g_strdup_printf("%s.eifs-tmp-%d", out, (int)getpid());
+	struct res_error err = { 0 };
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int rc;
+
+	if (fd < 0) {
+		fprintf(stderr, "eifs: pack: %s: %s\n", tmp, strerror(errno));
+		g_free(tmp);
+		return -1;
+	}
+	rc = res_pack_write(fd, (struct res_pack_item *)(void *)l->items->data, l->items->len, opt, &err);
+	if (rc < 0)
+		fprintf(stderr, "eifs: pack: %s: offset %llu: %s\n", out, (unsigned long long)err.offset, err.msg);
+	else if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, out) < 0) {
+		fprintf(stderr, "eifs: pack: %s: %s\n", out, strerror(errno));
+		rc = -1;
+		fd = -1;
+	} else
+		fd = -1;
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		unlink(tmp);
+	g_free(tmp);
+	return rc;
+}
+
+int cmd_pack(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "dedup", no_argument, NULL, 'D' },
+		{ "no-align", no_argument, NULL, 'A' },
+		{ "time", required_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct res_pack_options opt = { .align = 1, .dedup = 0 };
+	struct pack_list l = { 0 };
+	struct stat st;
+	int c, rc;
+
+	l.fixed_time = -1;
+	optind = 0;
+	while ((c = getopt_long(argc + 1, argv - 1, "", longopts, NULL)) != -1) {
+		if (c == 'D')
+			opt.dedup = 1;
+		else if (c == 'A')
+			opt.align = 0;
+		else if (c == 'T')
+			l.fixed_time = g_ascii_strtoll(optarg, NULL, 10);
+		else
+			return EXIT_USAGE;
+	}
+	argc -= optind - 1;
+	argv += optind - 1;
+	if (argc != 2) {
+		fprintf(stderr, "eifs pack: usage: eifs pack [--dedup] [--no-align] [--time T] DIR OUT.res\n");
+		return EXIT_USAGE;
+	}
+	if (stat(argv[0], &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "eifs: pack: %s: not a folder\n", argv[0]);
+		return EXIT_NO_SOURCE;
+	}
+	l.items = g_array_new(FALSE, TRUE, sizeof(struct res_pack_item));
+	l.owned = g_ptr_array_new_with_free_func(g_free);
+	walk(&l, argv[0], "");
+	rc = l.errors ? -1 : write_archive(argv[1], &l, &opt);
+	if (rc == 0)
+		warn_case_duplicates((struct res_pack_item *)(void *)l.items->data, l.items->len);
+	g_array_unref(l.items);
+	g_ptr_array_unref(l.owned);
+	return rc == 0 ? EXIT_OK : EXIT_PROBLEMS;
+}

@@ -1,0 +1,40 @@
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static int use_syslog;
+static int debug;
+
+void log_to_syslog(void)
+{
+	openlog("eifs", LOG_PID, LOG_DAEMON);
+	use_syslog = 1;
+}
+
+void log_set_debug(int on)
+{
+	debug = on;
+}
+
+void log_msg(int priority, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (priority == LOG_DEBUG && !debug)
+		return;
+	va_start(ap, fmt);
+	if (use_syslog) {
+		vsyslog(priority, fmt, ap);
+	} else {
+		/* one write per line so that lines of parallel threads do not mix */
+		char line[1024];
+		int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+
+		if (n > (int)sizeof line - 2)
+			n = (int)sizeof line - 2;
+		line[n] = '\n';
+		fprintf(stderr, "eifs: %.*s", n + 1, line);
+	}
+	va_end(ap);
+}

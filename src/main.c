@@ -1,0 +1,54 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_usage(FILE *to)
+{
+	fputs("Usage:\n"
+	      "  eifs mount SRC MNT [-o OPTS] [-f] [-d] [-s]   mount a game folder or one archive\n"
+	      "  eifs SRC MNT [-o OPTS]                        the same (mount.fuse3 / fstab form)\n"
+	      "  eifs umount [-z] MNT                          unmount (-z: lazily)\n"
+	      "  eifs ls [-l] [-R] ARCHIVE[/PATH]              list, through nested archives\n"
+	      "  eifs cat ARCHIVE/PATH...                      write entries to standard output\n"
+	      "  eifs extract ARCHIVE [DIR]                    unpack the entries of one archive\n"
+	      "  eifs check ARCHIVE                            validate bounds and hash chains\n"
+	      "  eifs pack [--dedup] [--no-align] [--time T] DIR OUT.res\n"
+	      "                                                build an archive as the game's tools do\n"
+	      "  eifs --help | --version\n"
+	      "See eifs(1).\n", to);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*run)(int, char **);
+	} commands[] = {
+		{ "umount", cmd_umount }, { "ls", cmd_ls }, { "cat", cmd_cat },
+		{ "extract", cmd_extract }, { "check", cmd_check }, { "pack", cmd_pack },
+	};
+
+	if (argc < 2) {
+		cli_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		cli_usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("eifs %s\n", PACKAGE_VERSION);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "mount"))
+		return cmd_mount(argc - 2, argv + 2, 0);
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 2, argv + 2);
+	if (argv[1][0] != '-' && argc >= 3)
+		return cmd_mount(argc - 1, argv + 1, 1);
+	fprintf(stderr, "eifs: unknown command '%s'\n", argv[1]);
+	cli_usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,29 @@
+/* How a stored entry name becomes a path that is safe to show. */
+#ifndef EIFS_NAMES_H
+#define EIFS_NAMES_H
+
+#include <stddef.h>
+#include <glib.h>
+
+/* Splits a cp1251 entry name at its backslashes into UTF-8 path
+ * components, appended to comps (g_free them).  Rewrites, so that no
+ * name can escape or break a path:
+ *   '/' -> %2F, NUL -> %00, the undefined cp1251 byte 0x98 -> %98,
+ *   empty components are dropped, "." -> %2E, ".." -> %2E%2E,
+ *   a name with no component left -> %EMPTY.
+ * Returns the number of rewrites (0: shown as stored). */
+unsigned names_split(const char *raw, size_t len, GPtrArray *comps);
+
+/* The name a case-duplicate (or a name already taken) gets: "name~slot". */
+char *names_dedup(const char *name, unsigned slot);
+
+/* Extension test, ASCII case-insensitive; ext without the dot. */
+int names_has_ext(const char *name, const char *ext);
+
+/* Names whose extension marks a RES archive. */
+int names_is_archive_ext(const char *name);
+
+/* Ordering of a directory: ASCII case-insensitive, ties broken by bytes. */
+int names_order(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,299 @@
+#include "res.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint32_t get_u32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint16_t get_u16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static int fail(struct res_error *err, int code, uint64_t offset, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		err->code = code;
+		err->offset = offset;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int res_is_magic(const unsigned char *buf, size_t len)
+{
+	return len >= 4 && get_u32(buf) == RES_MAGIC;
+}
+
+int res_header_decode(const unsigned char *buf, uint64_t archive_len,
+		      struct res_header *h, struct res_error *err)
+{
+	uint64_t table_end;
+
+	if (archive_len < RES_HEADER_SIZE)
+		return fail(err, EINVAL, 0, "truncated header: %llu bytes, need 16",
+			    (unsigned long long)archive_len);
+	if (!res_is_magic(buf, 4))
+		return fail(err, EINVAL, 0, "bad magic %08x", get_u32(buf));
+	h->count = get_u32(buf + 4);
+	h->table_offset = get_u32(buf + 8);
+	h->names_len = get_u32(buf + 12);
+	if (h->count == 0 && h->names_len == 0)
+		return 0; /* empty archive; eilib writes table_offset 0 */
+	if (h->table_offset < RES_HEADER_SIZE)
+		return fail(err, EINVAL, 8, "table offset %u inside the header", h->table_offset);
+	table_end = (uint64_t)h->table_offset + (uint64_t)h->count * RES_ENTRY_SIZE
+		    + h->names_len;
+	if (table_end > archive_len)
+		return fail(err, EINVAL, 4,
+			    "table of %u entries at %u with %u name bytes ends at %llu, past the archive end %llu",
+			    h->count, h->table_offset, h->names_len,
+			    (unsigned long long)table_end, (unsigned long long)archive_len);
+	return 0;
+}
+
+int res_table_decode(const struct res_header *h, const unsigned char *buf,
+		     struct res_table *t, struct res_error *err)
+{
+	size_t table_len = (size_t)h->count * RES_ENTRY_SIZE;
+
+	memset(t, 0, sizeof *t);
+	t->hdr = *h;
+	t->entries = calloc(h->count ? h->count : 1, sizeof *t->entries);
+	t->names = malloc(h->names_len ? h->names_len : 1);
+	if (!t->entries || !t->names) {
+		res_table_free(t);
+		return fail(err, ENOMEM, 4, "no memory for a table of %u entries", h->count);
+	}
+	for (uint32_t i = 0; i < h->count; i++) {
+		const unsigned char *p = buf + (size_t)i * RES_ENTRY_SIZE;
+		struct res_entry *e = &t->entries[i];
+
+		e->next = (int32_t)get_u32(p);
+		e->length = get_u32(p + 4);
+		e->offset = get_u32(p + 8);
+		e->mtime = get_u32(p + 12);
+		e->name_len = get_u16(p + 16);
+		e->name_off = get_u32(p + 18);
+	}
+	memcpy(t->names, buf + table_len, h->names_len);
+	return 0;
+}
+
+int res_table_parse(const unsigned char *buf, size_t len, struct res_table *t,
+		    struct res_error *err)
+{
+	struct res_header h;
+
+	memset(t, 0, sizeof *t);
+	if (res_header_decode(buf, len, &h, err) < 0)
+		return -1;
+	return res_table_decode(&h, buf + (h.count || h.names_len ? h.table_offset : 0), t, err);
+}
+
+static int read_exact(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int res_table_read(const struct res_window *w, struct res_table *t, struct res_error *err)
+{
+	unsigned char hdr[RES_HEADER_SIZE];
+	struct res_header h;
+	unsigned char *buf;
+	size_t len;
+	int rc;
+
+	memset(t, 0, sizeof *t);
+	if (w->len < RES_HEADER_SIZE)
+		return fail(err, EINVAL, 0, "truncated header: %llu bytes, need 16",
+			    (unsigned long long)w->len);
+	rc = read_exact(w->fd, hdr, sizeof hdr, w->base);
+	if (rc < 0)
+		return fail(err, -rc, 0, "cannot read header: %s", strerror(-rc));
+	if (res_header_decode(hdr, w->len, &h, err) < 0)
+		return -1;
+	len = (size_t)h.count * RES_ENTRY_SIZE + h.names_len;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return fail(err, ENOMEM, 4, "no memory for a table of %u entries", h.count);
+	rc = read_exact(w->fd, buf, len, w->base + h.table_offset);
+	if (rc < 0) {
+		free(buf);
+		return fail(err, -rc, h.table_offset, "cannot read table: %s", strerror(-rc));
+	}
+	rc = res_table_decode(&h, buf, t, err);
+	free(buf);
+	return rc;
+}
+
+void res_table_free(struct res_table *t)
+{
+	free(t->entries);
+	free(t->names);
+	t->entries = NULL;
+	t->names = NULL;
+}
+
+unsigned res_entry_faults(const struct res_table *t, uint32_t i, uint64_t archive_len)
+{
+	const struct res_entry *e = &t->entries[i];
+	unsigned faults = 0;
+
+	if ((uint64_t)e->name_off + e->name_len > t->hdr.names_len)
+		faults |= RES_FAULT_NAME;
+	if ((uint64_t)e->offset + e->length > archive_len)
+		faults |= RES_FAULT_DATA;
+	return faults;
+}
+
+static int lower_ascii(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+static int upper_ascii(int c)
+{
+	return c >= 'a' && c <= 'z' ? c - ('a' - 'A') : c;
+}
+
+int64_t res_hash(const char *name, size_t len, uint32_t count)
+{
+	int64_t sum = 0;
+
+	for (size_t i = 0; i < len; i++)
+		sum += (signed char)lower_ascii((unsigned char)name[i]);
+	if (count == 0 || sum < 0)
+		return -1;
+	return sum % count;
+}
+
+int res_name_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+	if (alen != blen)
+		return 0;
+	for (size_t i = 0; i < alen; i++)
+		if (lower_ascii((unsigned char)a[i]) != lower_ascii((unsigned char)b[i]))
+			return 0;
+	return 1;
+}
+
+int res_name_order(const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		int ca = i < alen && a[i] != '\\' ? upper_ascii((unsigned char)a[i]) : -1;
+		int cb = j < blen && b[j] != '\\' ? upper_ascii((unsigned char)b[j]) : -1;
+
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+		if (ca == -1) {
+			/* both components ended: step over the separators */
+			if (i >= alen || j >= blen)
+				return (i < alen) - (j < blen);
+		}
+		i++;
+		j++;
+	}
+}
+
+int64_t res_lookup(const struct res_table *t, const char *name, size_t len)
+{
+	int64_t i = res_hash(name, len, t->hdr.count);
+
+	for (uint32_t steps = 0; i >= 0 && i < t->hdr.count && steps < t->hdr.count; steps++) {
+		const struct res_entry *e = &t->entries[i];
+
+		if ((uint64_t)e->name_off + e->name_len <= t->hdr.names_len
+		    && res_name_equal(name, len, res_entry_name(t, (uint32_t)i), e->name_len))
+			return i;
+		i = e->next;
+	}
+	return -1;
+}
+
+int res_build_chains(uint32_t n, const char *const *names, const size_t *lens,
+		     uint32_t *slot_of, int32_t *next_of_slot, struct res_error *err)
+{
+	unsigned char *used = calloc(n ? n : 1, 1);
+	int64_t last_free = (int64_t)n - 1;
+
+	if (!used)
+		return fail(err, ENOMEM, 0, "no memory for %u slots", n);
+	for (uint32_t s = 0; s < n; s++)
+		next_of_slot[s] = -1;
+	for (uint32_t k = 0; k < n; k++) {
+		int64_t i = res_hash(names[k], lens[k], n);
+
+		if (i < 0) {
+			free(used);
+			return fail(err, EINVAL, 0,
+				    "name %u (%.*s) has a negative signed-char hash sum: the game cannot find it",
+				    k, (int)lens[k], names[k]);
+		}
+		if (used[i]) {
+			while (next_of_slot[i] != -1)
+				i = next_of_slot[i];
+			while (used[last_free])
+				last_free--;
+			next_of_slot[i] = (int32_t)last_free;
+			i = last_free--;
+		}
+		used[i] = 1;
+		slot_of[k] = (uint32_t)i;
+	}
+	free(used);
+	return 0;
+}
+
+void res_entry_encode(const struct res_entry *e, unsigned char out[RES_ENTRY_SIZE])
+{
+	put_u32(out, (uint32_t)e->next);
+	put_u32(out + 4, e->length);
+	put_u32(out + 8, e->offset);
+	put_u32(out + 12, e->mtime);
+	out[16] = (unsigned char)e->name_len;
+	out[17] = (unsigned char)(e->name_len >> 8);
+	put_u32(out + 18, e->name_off);
+}
+
+void res_header_encode(const struct res_header *h, unsigned char out[RES_HEADER_SIZE])
+{
+	put_u32(out, RES_MAGIC);
+	put_u32(out + 4, h->count);
+	put_u32(out + 8, h->table_offset);
+	put_u32(out + 12, h->names_len);
+}

@@ -1,0 +1,30 @@
+/* Writing a RES archive the way the original packer does (FORMATS 1.5, 1.6):
+ * names in packer order, signed-char hash with coalesced chains, data in
+ * name order, optionally 16-byte aligned and de-duplicated. */
+#ifndef EIFS_RES_WRITE_H
+#define EIFS_RES_WRITE_H
+
+#include "res.h"
+
+struct res_pack_item {
+	char *name;          /* cp1251 bytes, '\' between directories; not owned */
+	size_t name_len;
+	uint32_t mtime;
+	uint64_t length;
+	const char *path;    /* data comes from this file, or when NULL ... */
+	int fd;              /* ... from length bytes of fd at offset */
+	uint64_t offset;
+	uint32_t data_offset; /* set by the writer */
+};
+
+struct res_pack_options {
+	int align;  /* start every entry and the table on a 16-byte boundary */
+	int dedup;  /* store identical contents once */
+};
+
+/* Sorts items into packer order and writes the whole archive to out_fd from
+ * offset 0.  Returns 0, or -1 with err filled (code is an errno value). */
+int res_pack_write(int out_fd, struct res_pack_item *items, uint32_t n,
+		   const struct res_pack_options *opt, struct res_error *err);
+
+#endif

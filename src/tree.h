@@ -1,0 +1,85 @@
+/* The tree eifs shows: a game folder (or one archive) with every RES
+ * archive, nested ones too, as a directory.  Directories are loaded on
+ * first use and never change afterwards, so nodes live as long as the
+ * tree and their addresses can serve as FUSE node ids.  No FUSE here: the
+ * offline commands walk the same tree as the mount. */
+#ifndef EIFS_TREE_H
+#define EIFS_TREE_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <glib.h>
+
+enum tree_kind {
+	NODE_FOLDER,  /* a real directory */
+	NODE_VDIR,    /* a backslash directory inside an archive */
+	NODE_ARCHIVE, /* a RES archive, shown as a directory */
+	NODE_PLAIN,   /* a real file passed through */
+	NODE_ENTRY,   /* a file inside an archive */
+};
+
+struct tree_source {
+	int fd;
+	char *path;
+};
+
+struct tree_dir {
+	uint32_t count;
+	int error;                  /* errno when the directory could not be read */
+	struct tree_node *child;    /* count nodes, in names_order */
+};
+
+struct tree_node {
+	struct tree_node *parent;   /* NULL for the root */
+	const char *name;           /* UTF-8 */
+	uint64_t ino;               /* stable across mounts: a hash of the path */
+	uint64_t size;
+	uint64_t offset;            /* ENTRY, ARCHIVE: absolute offset in src */
+	int64_t mtime;
+	struct tree_source *src;    /* ENTRY, ARCHIVE, VDIR: the file holding it */
+	struct tree_dir *dir;       /* directories: set once loaded */
+	uint32_t mode;              /* type and permission bits */
+	uint8_t kind;
+	uint8_t depth;              /* archive nesting level */
+	uint8_t faults;             /* RES_FAULT_* of an entry */
+	int plain_fd;               /* PLAIN: opened on first read, -1 before */
+};
+
+struct tree;
+
+enum { TREE_MAX_DEPTH = 16 };
+
+/* Opens SRC (a folder or one archive) and parses the tables of the archives
+ * at its top level.  Returns NULL with *err (an errno) after logging why. */
+struct tree *tree_open(const char *path, int *err);
+void tree_free(struct tree *t);
+
+struct tree_node *tree_root(struct tree *t);
+int tree_is_dir(const struct tree_node *n);
+
+/* Loads a directory on first use.  Returns 0 or a negative errno. */
+int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **out);
+
+/* ASCII case-insensitive lookup; the exact case wins among variants. */
+struct tree_node *tree_lookup(struct tree *t, struct tree_node *dir, const char *name, int *err);
+
+/* Resolves a '/'-separated path below dir ("" is dir itself). */
+struct tree_node *tree_resolve(struct tree *t, struct tree_node *dir, const char *path, int *err);
+
+/* Where a file's bytes are: *fd and the absolute *pos of byte off, with
+ * *len clamped to the file.  Returns 0 or a negative errno. */
+int tree_data(struct tree *t, struct tree_node *n, uint64_t off, size_t *len, int *fd, uint64_t *pos);
+
+/* pread() of a file node; returns bytes read or a negative errno. */
+ssize_t tree_read(struct tree *t, struct tree_node *n, void *buf, size_t len, uint64_t off);
+
+void tree_stat(const struct tree *t, const struct tree_node *n, struct stat *st);
+
+/* Path from the root for messages ("texts.res/UNIT x"); g_free it. */
+char *tree_path(const struct tree_node *n);
+
+/* Counts of what was loaded so far, for statfs. */
+uint64_t tree_node_count(struct tree *t);
+
+#endif
