@@ -28,4 +28,4 @@ while IFS= read -r dir; do
 done
 rm -rf "$out"
 mv "$out.tmp" "$out"
-touch "$out/.built"
+touch "$out.stamp"

@@ -185,7 +185,9 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	}
 	if (!m.foreground)
 		log_to_syslog();
-	status = serve(se, m.single_thread) == 0 ? EXIT_OK : EXIT_MOUNT;
+	/* libfuse returns the number of the signal that ended the loop, or a
+	 * negative errno when it failed */
+	status = serve(se, m.single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 out:

@@ -17,6 +17,17 @@
 #include "res.h"
 #include "res_check.h"
 
+static int has_res_magic(const char *path)
+{
+	unsigned char magic[4];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ok = fd >= 0 && read(fd, magic, 4) == 4 && res_is_magic(magic, 4);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 struct tree_node *cli_open_path(const char *arg, struct tree **tree)
 {
 	char *disk = g_strdup(arg);
@@ -25,7 +36,8 @@ struct tree_node *cli_open_path(const char *arg, struct tree **tree)
 	struct stat st;
 	int err = 0;
 
-	while (stat(disk, &st) < 0) {
+	/* the longest prefix on disk that is a folder or an archive */
+	while (stat(disk, &st) < 0 || (S_ISREG(st.st_mode) && !has_res_magic(disk))) {
 		char *slash = strrchr(disk, '/');
 
 		if (!slash || slash == disk) {

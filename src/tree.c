@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cp1251.h"
 #include "log.h"
 #include "names.h"
 #include "res.h"
@@ -392,6 +393,16 @@ static struct tree_dir *materialize(struct tree *t, struct bdir *b, struct tree_
 	return td;
 }
 
+/* A stored name for a log line: cp1251 shown as UTF-8, NUL and the
+ * undefined byte escaped. */
+static char *raw_name_for_log(const char *raw, size_t len)
+{
+	GString *s = g_string_new(NULL);
+
+	cp1251_to_utf8(raw, len, "", s);
+	return g_string_free(s, FALSE);
+}
+
 static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **out)
 {
 	struct res_window w = { a->src->fd, a->offset, a->size };
@@ -419,12 +430,14 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 		g_ptr_array_set_size(comps, 0);
 		if (names_split(res_entry_name(&tab, i), e->name_len, comps)) {
 			GString *shown = g_string_new(NULL);
+			char *stored = raw_name_for_log(res_entry_name(&tab, i), e->name_len);
 
 			for (guint c = 0; c < comps->len; c++)
 				g_string_append_printf(shown, "%s%s", c ? "/" : "", (char *)comps->pdata[c]);
-			log_msg(LOG_WARNING, "%s: entry %u: name \"%.*s\" cannot be shown as stored; shown as \"%s\"",
-				what, i, (int)e->name_len, res_entry_name(&tab, i), shown->str);
+			log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" cannot be shown as stored; shown as \"%s\"",
+				what, i, stored, shown->str);
 			g_string_free(shown, TRUE);
+			g_free(stored);
 		}
 		bdir_add_entry(root, comps, i, what);
 	}

@@ -1,0 +1,73 @@
+#!/bin/sh
+# Offline commands on the demo folder and on hand-made archives.
+. "$(dirname "$0")/lib.sh"
+: "${DEMO:?DEMO must point at the built demo folder}"
+SRCDEMO=$(dirname "$0")/../demo/src
+E=$EIFS
+
+# --help, --version, usage errors
+check "--help lists every command" sh -c "'$E' --help | grep -q 'eifs pack' && '$E' --help | grep -q 'eifs check'"
+check "--version" sh -c "'$E' --version | grep -Eq '^eifs [0-9]+\.[0-9]+'"
+"$E" frobnicate >/dev/null 2>&1; check "unknown command exits 64" [ $? -eq 64 ]
+"$E" ls /nonexistent-eifs-src/x 2>/dev/null; check "missing source exits 66" [ $? -eq 66 ]
+"$E" ls "$WORK/no-such-entry" 2>/dev/null; check "missing path inside a source exits 1" [ $? -eq 1 ]
+
+# ls: the demo's nested archives, backslash directories and cp1251 names
+"$E" ls -R "$DEMO" > "$WORK/ls" 2>"$WORK/ls.err"
+check "ls -R exits 0 without warnings" [ $? -eq 0 ] && [ ! -s "$WORK/ls.err" ]
+for p in "texts.res/Gipat Medium (тип материала - кожа)" "figures.res/unmotr.anm/cidle/hd" \
+	 "quests.res/z1q1.mq/z1q1/map.txt" "maps/zone1.mpr/Zone1001001.sec" "texts.res/zone gz9g"; do
+	check "ls -R shows $p" grep -qxF "$p" "$WORK/ls"
+done
+check "ls of an entry inside nested archives" sh -c "'$E' ls '$DEMO/figures.res/unmotr.mod/hd' | grep -q hd"
+"$E" ls -l "$DEMO/texts.res" > "$WORK/lsl"
+check "ls -l shows sizes and a zero-length entry" \
+	grep -Eq '^-r--r--r-- +0 .* zone gz9g$' "$WORK/lsl"
+
+# cat goes through nested archives; every entry equals its demo source file
+n=0 bad=0
+while IFS= read -r f; do
+	case "$f" in */*) ;; *) continue ;; esac   # top-level plain files are the folder's own
+	inner=$(printf '%s' "$f" | sed 's/\.res\//.res\//; s/\/cidle\//\/cidle@\//; s/\/uattack01\//\/uattack01@\//')
+	[ -f "$SRCDEMO/$inner" ] || continue
+	n=$((n + 1))
+	"$E" cat "$DEMO/$f" | cmp -s - "$SRCDEMO/$inner" || { bad=$((bad + 1)); echo "differs: $f"; }
+done < "$WORK/ls"
+check "cat of $n entries equals the demo sources" [ "$n" -gt 25 ] && [ "$bad" -eq 0 ]
+check "cat with the other ASCII case" sh -c "'$E' cat '$DEMO/TEXTS.RES/MAP.TXT' | cmp -s - '$SRCDEMO/texts.res/map.txt'"
+check "cat with a backslash path" sh -c "'$E' cat '$DEMO/quests.res/z1q1.mq/z1q1\\map.txt' | grep -q '#zone z1q1'"
+"$E" cat "$DEMO/figures.res" >/dev/null 2>&1; check "cat of a directory fails" [ $? -eq 1 ]
+
+# extract + pack reproduces the demo archives byte for byte (same packer,
+# extract restores the timestamps)
+for a in texts.res figures.res quests.res maps/zone1.mpr; do
+	name=$(basename "$a")
+	"$E" extract "$DEMO/$a" "$WORK/x-$name" && "$E" pack --dedup "$WORK/x-$name" "$WORK/$name"
+	check "extract + pack --dedup reproduces $a" cmp -s "$DEMO/$a" "$WORK/$name"
+done
+"$E" extract "$DEMO/quests.res/z1q1.mq" "$WORK/x-z1q1.mq"
+check "extract of a nested archive recreates backslash directories" [ -f "$WORK/x-z1q1.mq/z1q1/map.txt" ]
+check "extracted mtimes are the table timestamps" [ "$(stat -c %Y "$WORK/x-texts.res/map.txt")" = 1000000000 ]
+(cd "$WORK" && "$E" extract "$DEMO/texts.res" >/dev/null) ; check "extract defaults to NAME_EXT" [ -f "$WORK/texts_res/map.txt" ]
+
+# pack: alignment, dedup, cp1251 names, refusal of names cp1251 cannot hold
+mkdir -p "$WORK/p/sub"; printf 'same' > "$WORK/p/a"; printf 'same' > "$WORK/p/b"; printf 'x' > "$WORK/p/sub/Кожа"
+"$E" pack --no-align "$WORK/p" "$WORK/p1.res"
+check "pack --no-align packs data tightly" [ "$(stat -c %s "$WORK/p1.res")" -eq $((16 + 4 + 4 + 1 + 3 * 22 + 1 + 1 + 8)) ]
+"$E" pack --dedup "$WORK/p" "$WORK/p2.res"
+check "pack --dedup stores identical data once" [ "$(stat -c %s "$WORK/p2.res")" -eq $((16 + 16 + 16 + 3 * 22 + 10)) ]
+check "cp1251 name packed and read back" sh -c "'$E' cat '$WORK/p2.res/sub/Кожа' | grep -qx x"
+touch "$WORK/p/中"; "$E" pack "$WORK/p" "$WORK/p3.res" 2>"$WORK/p3.err"
+check "pack refuses a name cp1251 cannot hold" [ $? -eq 1 ] && grep -q 'cp1251' "$WORK/p3.err" && [ ! -e "$WORK/p3.res" ]
+check "a failed pack leaves no temp file" sh -c "! ls '$WORK' | grep -q eifs-tmp"
+
+# check: good archives pass; broken ones fail with the offset named
+check "check passes on every demo archive" "$E" check "$DEMO/texts.res" "$DEMO/figures.res" "$DEMO/quests.res" "$DEMO/maps/zone1.mpr"
+rawres "$WORK/unreach.res" 'first' 'aaa' 'second' 'bbb'
+"$E" check "$WORK/unreach.res" > "$WORK/chk" 2>&1
+check "check reports entries the hash chain cannot reach" [ $? -eq 1 ] && grep -q 'not reachable' "$WORK/chk"
+printf '\074\342\234\001\012\000\000\000\020\000\000\000\000\000\000\000' > "$WORK/trunc.res"
+"$E" check "$WORK/trunc.res" > "$WORK/chk2" 2>&1; rc=$?
+check "check of a truncated table fails, naming the offset" [ $rc -ne 0 ] && grep -q 'offset 4' "$WORK/chk2"
+
+finish

@@ -1,0 +1,79 @@
+# Shared by the shell tests: assertions, mounts that are always cleaned up,
+# and a raw archive writer for inputs eifs' own packer refuses to make.
+set -u
+
+: "${EIFS:?EIFS must point at the eifs binary (make check sets it)}"
+: "${TESTTMP:=${TMPDIR:-/tmp}/eifs-tests}"
+PASSED=0
+FAILED=0
+MOUNTS=""
+WORK=$(mktemp -d "$TESTTMP.XXXXXX" 2>/dev/null || { mkdir -p "$TESTTMP" && mktemp -d "$TESTTMP/t.XXXXXX"; })
+
+pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
+check() { # check "description" command...
+	desc=$1; shift
+	if "$@"; then pass "$desc"; else fail "$desc"; fi
+}
+not() { ! "$@"; }
+skip_all() { echo "SKIP: $*"; exit 77; }
+
+daemon_pids() { # the eifs daemons serving mount point $1
+	pgrep -f -- "eifs.* $1( |\$)" || true
+}
+
+# Unmounts everything this test mounted and kills what is left, however the
+# test ends: no daemon may outlive a test.
+cleanup() {
+	for m in $MOUNTS; do
+		fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true
+		for p in $(daemon_pids "$m"); do kill -9 "$p" 2>/dev/null || true; done
+	done
+	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mounted() { grep -q " $1 fuse" /proc/mounts; }
+
+# do_mount SRC MNT [ARGS...]: mounts with eifs and remembers MNT for cleanup.
+do_mount() {
+	src=$1 mnt=$2; shift 2
+	MOUNTS="$MOUNTS $mnt"
+	"$EIFS" mount "$src" "$mnt" "$@"
+}
+
+do_umount() {
+	fusermount3 -u "$1"
+}
+
+finish() {
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+	exit $?
+}
+
+# ---- raw archives --------------------------------------------------------
+# le32 N / le16 N: little-endian bytes on stdout.
+le32() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255)))"; }
+le16() { printf "$(printf '\\%03o\\%03o' $(($1 & 255)) $((($1 >> 8) & 255)))"; }
+
+# rawres OUT NAME DATA [NAME DATA]...: an archive with the given names (printf
+# escapes allowed, e.g. 'a\\b' or 'x\000y') and contents, data packed from
+# offset 16, every chain link -1.  Enough to feed the reader odd names.
+rawres() {
+	out=$1; shift
+	: > "$out.data"; : > "$out.names"; : > "$out.table"
+	n=0 off=16
+	while [ $# -ge 2 ]; do
+		printf "$1" > "$out.name1"; printf '%s' "$2" > "$out.body1"
+		nlen=$(stat -c %s "$out.name1"); dlen=$(stat -c %s "$out.body1")
+		noff=$(stat -c %s "$out.names")
+		{ le32 -1; le32 "$dlen"; le32 "$off"; le32 1000000000; le16 "$nlen"; le32 "$noff"; } >> "$out.table"
+		cat "$out.body1" >> "$out.data"; cat "$out.name1" >> "$out.names"
+		off=$((off + dlen)); n=$((n + 1)); shift 2
+	done
+	{ printf '\074\342\234\001'; le32 "$n"; le32 "$off"; le32 "$(stat -c %s "$out.names")"
+	  cat "$out.data" "$out.table" "$out.names"; } > "$out"
+	rm -f "$out.data" "$out.names" "$out.table" "$out.name1" "$out.body1"
+}

@@ -1,0 +1,151 @@
+#!/bin/sh
+# Real mounts of the demo folder and of hand-made archives.
+. "$(dirname "$0")/lib.sh"
+: "${DEMO:?DEMO must point at the built demo folder}"
+[ -e /dev/fuse ] && command -v fusermount3 >/dev/null || skip_all "no /dev/fuse or fusermount3 here"
+E=$EIFS
+M=$WORK/mnt
+
+# ---- mount the demo folder ----------------------------------------------------
+do_mount "$DEMO" "$M"; rc=$?
+check "mount returns 0 and creates the mount point" [ $rc -eq 0 ] && mounted "$M"
+check "the tree is ready when mount returns" [ -f "$M/figures.res/unmotr.anm/cidle/hd" ]
+check "one daemon serves the mount" [ "$(daemon_pids "$M" | wc -l)" -eq 1 ]
+
+# find through the mount == eifs ls -R, names and sizes
+(cd "$M" && find . -mindepth 1 -printf '%P %s %y\n' | sort) > "$WORK/find"
+"$E" ls -lR "$DEMO" | awk '{ t = substr($1,1,1) == "d" ? "d" : "f"; s = $2; $1=$2=$3=$4=""; sub(/^ +/, ""); print $0, s, t }' | sort > "$WORK/ls"
+check "find over the mount equals eifs ls -lR (names, sizes, types)" cmp -s "$WORK/find" "$WORK/ls"
+check "all $(wc -l < "$WORK/find") paths listed" [ "$(wc -l < "$WORK/find")" -ge 40 ]
+
+# every file's bytes
+bad=0 n=0
+(cd "$M" && find . -type f -printf '%P\n') > "$WORK/files"
+while IFS= read -r f; do
+	n=$((n + 1))
+	"$E" cat "$DEMO/$f" | cmp -s - "$M/$f" || { bad=$((bad + 1)); echo "differs: $f"; }
+	[ "$(stat -c %s "$M/$f")" -eq "$(wc -c < "$M/$f")" ] || { bad=$((bad + 1)); echo "size: $f"; }
+done < "$WORK/files"
+check "all $n files read through the mount equal eifs cat, sizes exact" [ "$bad" -eq 0 ] && [ "$n" -gt 30 ]
+
+# nested archives, backslash directories, case-insensitive lookup
+check "nested .anm clips are directories" [ -d "$M/figures.res/unmotr.anm/cidle" ]
+check "backslash names are sub-directories" [ -f "$M/quests.res/z1q1.mq/z1q1/map.txt" ]
+check "cp1251 names show as UTF-8" [ -f "$M/texts.res/Gipat Medium (тип материала - кожа)" ]
+check "lookup in the other ASCII case" cmp -s "$M/TEXTS.RES/Map.Txt" "$M/texts.res/map.txt"
+check "directories in the other ASCII case" [ -d "$M/Figures.Res/UNMOTR.ANM/CIDLE" ]
+check "Cyrillic case is not folded (as in the game)" [ ! -e "$M/texts.res/Gipat Medium (ТИП материала - кожа)" ]
+check "zero-length entries" [ -f "$M/texts.res/zone gz9g" ] && [ ! -s "$M/texts.res/zone gz9g" ]
+
+# times, modes, inode numbers
+check "entry mtime = table timestamp" [ "$(stat -c %Y "$M/texts.res/map.txt")" = 1000000000 ]
+check "archive directory mtime = archive file mtime" [ "$(stat -c %Y "$M/texts.res")" = "$(stat -c %Y "$DEMO/texts.res")" ]
+check "entries are read-only files" [ "$(stat -c %A "$M/texts.res/map.txt")" = "-r--r--r--" ]
+(cd "$M" && find . -printf '%i %P\n' | sort) > "$WORK/ino1"
+
+# read-only: writes fail with EROFS, the archive is untouched
+sum=$(md5sum < "$DEMO/texts.res")
+( echo x > "$M/texts.res/map.txt" ) 2>"$WORK/w.err"
+check "writing an entry fails: read-only file system" grep -q 'Read-only file system' "$WORK/w.err"
+( touch "$M/texts.res/new" ) 2>"$WORK/w2.err"
+check "creating an entry fails: read-only file system" grep -q 'Read-only file system' "$WORK/w2.err"
+check "the archive is untouched" [ "$(md5sum < "$DEMO/texts.res")" = "$sum" ]
+
+# parallel readers
+pids=""
+for i in 1 2 3 4 5 6 7 8; do
+	( ok=0; while IFS= read -r f; do "$E" cat "$DEMO/$f" | cmp -s - "$M/$f" || ok=1; done < "$WORK/files"; exit $ok ) &
+	pids="$pids $!"
+done
+pr=0; for j in $pids; do wait "$j" || pr=1; done
+check "8 parallel readers" [ "$pr" -eq 0 ]
+
+# unmount while a file is open fails cleanly; -z works
+exec 3< "$M/texts.res/map.txt"
+"$E" umount "$M" 2>"$WORK/busy.err"; rc=$?
+check "umount with an open file fails (busy)" [ $rc -ne 0 ] && mounted "$M" && grep -qi 'busy' "$WORK/busy.err"
+"$E" umount -z "$M"; rc=$?
+check "umount -z detaches while busy" [ $rc -eq 0 ] && ! mounted "$M"
+exec 3<&-
+sleep 0.3
+check "the daemon exits after the last file closes" [ -z "$(daemon_pids "$M")" ]
+
+# inode numbers are stable across remounts
+do_mount "$DEMO" "$M"
+(cd "$M" && find . -printf '%i %P\n' | sort) > "$WORK/ino2"
+check "inode numbers stable across remounts" cmp -s "$WORK/ino1" "$WORK/ino2"
+do_umount "$M"
+check "plain umount" not mounted "$M"
+
+# ---- the other ways to mount ----------------------------------------------------
+"$E" "$DEMO/texts.res" "$M"
+MOUNTS="$MOUNTS $M"
+check "eifs SRC MNT form mounts one archive" [ -f "$M/map.txt" ]
+do_umount "$M"
+if command -v mount.fuse3 >/dev/null; then
+	# what mount(8) runs for an fstab line of type fuse.eifs
+	PATH=$(dirname "$E"):$PATH mount.fuse3 "$DEMO" "$M" -t eifs -o timeout=5,nofail
+	check "mount.fuse3 SRC MNT -t eifs (the fstab path)" [ -d "$M/texts.res" ]
+	do_umount "$M"
+fi
+"$E" mount -f "$DEMO" "$M" 2>"$WORK/fg.err" &
+fg=$!
+for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
+check "-f serves in the foreground" mounted "$M" && kill -0 $fg
+kill -TERM $fg; wait $fg; rc=$?
+check "SIGTERM unmounts a foreground mount cleanly" [ $rc -eq 0 ] && ! mounted "$M"
+
+# ---- sources that cannot be mounted -------------------------------------------------
+"$E" mount "$WORK/missing" "$M" 2>"$WORK/e1"; rc=$?
+check "missing source: exit 66, message on the terminal" [ $rc -eq 66 ] && grep -q 'missing' "$WORK/e1" && ! mounted "$M"
+printf 'not an archive' > "$WORK/plain.res"
+"$E" mount "$WORK/plain.res" "$M" 2>"$WORK/e2"; rc=$?
+check "not an archive: exit 66 naming the offset" [ $rc -eq 66 ] && grep -q 'offset 0' "$WORK/e2"
+printf '\074\342\234\001\377\377\377\000\020\000\000\000\000\000\000\000' > "$WORK/huge.res"
+"$E" mount "$WORK/huge.res" "$M" 2>"$WORK/e3"; rc=$?
+check "16 million declared entries in 16 bytes: refused" [ $rc -eq 66 ] && grep -q 'past the archive end' "$WORK/e3"
+check "no daemon left after failed mounts" [ -z "$(daemon_pids "$M")" ]
+
+# ---- names that must not escape or break paths ------------------------------------
+rawres "$WORK/names.res" '..' 'dotdot' '.' 'dot' 'a/b' 'slash' '' 'empty' 'x\000y' 'nul' \
+	'\\lead\\\\double\\' 'lead' 'Same' 'first' 'SAME' 'second' 'sub\\file' 'f1' 'SUB\\other' 'f2' \
+	'bad\230byte' 'undef'
+"$E" mount -f "$WORK/names.res" "$M" 2>"$WORK/names.log" &
+fg=$!
+MOUNTS="$MOUNTS $M"
+for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
+(cd "$M" && find . -mindepth 1 \( -type d -printf '%P/\n' \) -o \( -printf '%P=' -exec cat {} \; -printf '\n' \) | sort) > "$WORK/names.find"
+cat > "$WORK/names.want" <<'WANT'
+%2E%2E=dotdot
+%2E=dot
+%EMPTY=empty
+SAME~7=second
+Same=first
+a%2Fb=slash
+bad%98byte=undef
+lead/double=lead
+lead/
+sub/file=f1
+sub/other=f2
+sub/
+x%00y=nul
+WANT
+sort -o "$WORK/names.want" "$WORK/names.want"
+check "odd names are rewritten, none escapes the mount" cmp "$WORK/names.find" "$WORK/names.want"
+check "each rewrite logged with archive and entry" [ "$(grep -c 'names.res: entry' "$WORK/names.log")" -ge 8 ]
+kill -TERM $fg; wait $fg
+
+# ---- bad entries: EIO and a log line, the rest stays readable ---------------------
+rawres "$WORK/oob.res" 'good' 'hello' 'bad' 'world'
+# make entry 1's length run past the end: table at 16+10, entry 1 length at +22+4
+printf '\377\377\000\000' | dd of="$WORK/oob.res" bs=1 seek=$((16 + 10 + 22 + 4)) conv=notrunc 2>/dev/null
+"$E" mount -f "$WORK/oob.res" "$M" 2>"$WORK/oob.log" &
+fg=$!
+for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
+check "a good entry next to a bad one reads" [ "$(cat "$M/good")" = hello ]
+cat "$M/bad" > /dev/null 2>"$WORK/oob.err"
+check "the bad entry gives EIO" grep -q 'Input/output error' "$WORK/oob.err"
+check "one log line names archive, entry and offset" grep -q 'oob.res/bad: data at 21+65535 is past the archive end' "$WORK/oob.log"
+kill -TERM $fg; wait $fg
+
+finish
