@@ -84,9 +84,15 @@ static void print_node(const struct tree_node *n, const char *path, int lng)
 		puts(path);
 }
 
+static int by_name(const void *a, const void *b)
+{
+	return names_order((*(struct tree_node *const *)a)->name, (*(struct tree_node *const *)b)->name);
+}
+
 static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, int lng, int recursive)
 {
 	const struct tree_dir *d;
+	struct tree_node **sorted;
 	int rc = tree_children(t, dir, &d), status = EXIT_OK;
 
 	if (rc < 0) {
@@ -96,8 +102,12 @@ static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, i
 		g_free(p);
 		return EXIT_PROBLEMS;
 	}
+	sorted = g_new(struct tree_node *, d->count ? d->count : 1);
+	for (uint32_t i = 0; i < d->count; i++)
+		sorted[i] = &d->child[i];
+	qsort(sorted, d->count, sizeof *sorted, by_name);
 	for (uint32_t i = 0; i < d->count; i++) {
-		struct tree_node *n = &d->child[i];
+		struct tree_node *n = sorted[i];
 		char *path = *prefix ? g_strconcat(prefix, "/", n->name, NULL) : g_strdup(n->name);
 
 		print_node(n, recursive ? path : n->name, lng);
@@ -105,6 +115,7 @@ static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, i
 			status = EXIT_PROBLEMS;
 		g_free(path);
 	}
+	g_free(sorted);
 	return status;
 }
 

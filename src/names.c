@@ -3,36 +3,77 @@
 #include <string.h>
 #include "cp1251.h"
 
-unsigned names_split(const char *raw, size_t len, GPtrArray *comps)
+/* Appends one component; returns its rewrites. */
+static unsigned append_component(const char *raw, size_t len, GString *out)
+{
+	size_t start = out->len;
+	unsigned rewrites = (unsigned)cp1251_to_utf8(raw, len, "/", out);
+	const char *c = out->str + start;
+
+	if (strcmp(c, ".") == 0 || strcmp(c, "..") == 0) {
+		g_string_truncate(out, start);
+		g_string_append(out, len == 1 ? "%2E" : "%2E%2E");
+		rewrites++;
+	}
+	return rewrites;
+}
+
+static int is_plain_ascii(const char *raw, size_t len)
+{
+	if (len == 0 || raw[0] == '\\' || raw[len - 1] == '\\' || raw[0] == '.')
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)raw[i];
+
+		if (c < 0x20 || c >= 0x7F || c == '/' || (c == '\\' && (raw[i + 1] == '\\' || raw[i + 1] == '.')))
+			return 0;
+	}
+	return 1;
+}
+
+unsigned names_display_path(const char *raw, size_t len, GString *out)
 {
 	unsigned rewrites = 0;
-	guint before = comps->len;
-	size_t start = 0;
+	size_t start = 0, begin = out->len;
 
+	if (is_plain_ascii(raw, len)) {
+		/* the common case: nothing to rewrite */
+		g_string_append_len(out, raw, (gssize)len);
+		for (char *p = out->str + begin; *p; p++)
+			if (*p == '\\')
+				*p = '/';
+		return 0;
+	}
 	for (size_t i = 0; i <= len; i++) {
-		GString *c;
-
 		if (i < len && raw[i] != '\\')
 			continue;
 		if (i == start) {
 			rewrites++; /* empty component */
-			start = i + 1;
-			continue;
+		} else {
+			if (out->len > begin)
+				g_string_append_c(out, '/');
+			rewrites += append_component(raw + start, i - start, out);
 		}
-		c = g_string_sized_new(i - start + 8);
-		rewrites += (unsigned)cp1251_to_utf8(raw + start, i - start, "/", c);
-		if (strcmp(c->str, ".") == 0 || strcmp(c->str, "..") == 0) {
-			g_string_assign(c, c->len == 1 ? "%2E" : "%2E%2E");
-			rewrites++;
-		}
-		g_ptr_array_add(comps, g_string_free(c, FALSE));
 		start = i + 1;
 	}
-	if (comps->len == before) {
-		g_ptr_array_add(comps, g_strdup("%EMPTY"));
+	if (out->len == begin) {
+		g_string_append(out, "%EMPTY");
 		if (rewrites == 0)
 			rewrites = 1;
 	}
+	return rewrites;
+}
+
+unsigned names_split(const char *raw, size_t len, GPtrArray *comps)
+{
+	GString *path = g_string_new(NULL);
+	unsigned rewrites = names_display_path(raw, len, path);
+	gchar **parts = g_strsplit(path->str, "/", -1);
+
+	for (gchar **p = parts; *p; p++)
+		g_ptr_array_add(comps, *p);
+	g_free(parts); /* the strings now belong to comps */
+	g_string_free(path, TRUE);
 	return rewrites;
 }
 

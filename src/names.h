@@ -14,6 +14,10 @@
  * Returns the number of rewrites (0: shown as stored). */
 unsigned names_split(const char *raw, size_t len, GPtrArray *comps);
 
+/* The same rules, appended to out as one UTF-8 path with '/' between the
+ * components (none of which can hold a '/').  Returns the rewrites. */
+unsigned names_display_path(const char *raw, size_t len, GString *out);
+
 /* The name a case-duplicate (or a name already taken) gets: "name~slot". */
 char *names_dedup(const char *name, unsigned slot);
 

@@ -61,13 +61,17 @@ int res_header_decode(const unsigned char *buf, uint64_t archive_len,
 		return 0; /* empty archive; eilib writes table_offset 0 */
 	if (h->table_offset < RES_HEADER_SIZE)
 		return fail(err, EINVAL, 8, "table offset %u inside the header", h->table_offset);
-	table_end = (uint64_t)h->table_offset + (uint64_t)h->count * RES_ENTRY_SIZE
-		    + h->names_len;
+	table_end = (uint64_t)h->table_offset + (uint64_t)h->count * RES_ENTRY_SIZE;
 	if (table_end > archive_len)
 		return fail(err, EINVAL, 4,
-			    "table of %u entries at %u with %u name bytes ends at %llu, past the archive end %llu",
-			    h->count, h->table_offset, h->names_len,
+			    "table of %u entries at %u ends at %llu, past the archive end %llu",
+			    h->count, h->table_offset,
 			    (unsigned long long)table_end, (unsigned long long)archive_len);
+	if (table_end + h->names_len > archive_len)
+		return fail(err, EINVAL, 12,
+			    "name block of %u bytes at %llu ends at %llu, past the archive end %llu",
+			    h->names_len, (unsigned long long)table_end,
+			    (unsigned long long)(table_end + h->names_len), (unsigned long long)archive_len);
 	return 0;
 }
 

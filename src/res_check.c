@@ -110,6 +110,34 @@ static void check_overlaps(struct checker *c)
 	free(sorted);
 }
 
+/* A chain that runs in a circle hangs the game's lookup of any name that
+ * hashes into it and is not there, even when every entry is reachable. */
+static void check_cycles(struct checker *c)
+{
+	const struct res_table *t = c->t;
+	int64_t n = t->hdr.count;
+	unsigned char *state = calloc(n ? (size_t)n : 1, 1); /* 1: on this walk, 2: done */
+
+	if (!state) {
+		problem(c, 0, "no memory to check chains");
+		return;
+	}
+	for (int64_t s = 0; s < n; s++) {
+		int64_t i = s;
+
+		while (i >= 0 && i < n && state[i] == 0) {
+			state[i] = 1;
+			i = t->entries[i].next;
+		}
+		if (i >= 0 && i < n && state[i] == 1)
+			problem(c, entry_at(t, (uint32_t)i), "entry %u: its chain runs in a circle",
+				(uint32_t)i);
+		for (i = s; i >= 0 && i < n && state[i] == 1; i = t->entries[i].next)
+			state[i] = 2;
+	}
+	free(state);
+}
+
 unsigned res_check(const struct res_table *t, uint64_t archive_len,
 		   res_check_report report, void *ctx)
 {
@@ -117,6 +145,7 @@ unsigned res_check(const struct res_table *t, uint64_t archive_len,
 
 	for (uint32_t i = 0; i < t->hdr.count; i++)
 		check_entry(&c, i, archive_len);
+	check_cycles(&c);
 	check_overlaps(&c);
 	return c.problems;
 }

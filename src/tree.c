@@ -88,15 +88,76 @@ static struct tree_source *source_new(struct tree *t, int fd, const char *path)
 	return s;
 }
 
-static struct tree_dir *dir_new(struct tree *t, uint32_t count)
+/* ASCII case-insensitive, like the game's lookup. */
+static uint32_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ (uint32_t)g_ascii_tolower(*p)) * 16777619u;
+	return h;
+}
+
+static void dir_index_alloc(struct tree_dir *d, uint32_t capacity)
+{
+	uint32_t size = 8;
+
+	while (size < 2 * (uint64_t)capacity)
+		size *= 2;
+	g_free(d->index);
+	d->index = g_new0(uint32_t, size);
+	d->mask = size - 1;
+}
+
+static void dir_index_add(struct tree_dir *d, uint32_t i)
+{
+	uint32_t h = name_hash(d->child[i].name) & d->mask;
+
+	while (d->index[h])
+		h = (h + 1) & d->mask;
+	d->index[h] = i + 1;
+}
+
+/* A directory with room for capacity children; count grows as they come. */
+static struct tree_dir *dir_new(struct tree *t, uint32_t capacity)
 {
 	struct tree_dir *d = g_new0(struct tree_dir, 1);
 
-	d->count = count;
-	d->child = g_new0(struct tree_node, count ? count : 1);
+	d->child = g_new0(struct tree_node, capacity ? capacity : 1);
+	dir_index_alloc(d, capacity);
 	g_ptr_array_add(t->dirs, d);
-	t->nodes += count;
 	return d;
+}
+
+/* Gives back unused room once all children are in (nothing points at the
+ * children yet, so they may move). */
+static void dir_finish(struct tree *t, struct tree_dir *d, uint32_t capacity)
+{
+	if (d->count < capacity) {
+		d->child = g_renew(struct tree_node, d->child, d->count ? d->count : 1);
+		dir_index_alloc(d, d->count);
+		for (uint32_t i = 0; i < d->count; i++)
+			dir_index_add(d, i);
+	}
+	t->nodes += d->count;
+}
+
+/* The child named name, ASCII case-insensitively; the exact case wins. */
+static struct tree_node *dir_find(const struct tree_dir *d, const char *name)
+{
+	struct tree_node *found = NULL;
+
+	for (uint32_t h = name_hash(name) & d->mask; d->index[h]; h = (h + 1) & d->mask) {
+		struct tree_node *c = &d->child[d->index[h] - 1];
+
+		if (g_ascii_strcasecmp(c->name, name) != 0)
+			continue;
+		if (strcmp(c->name, name) == 0)
+			return c;
+		if (!found)
+			found = c;
+	}
+	return found;
 }
 
 static void node_init(struct tree *t, struct tree_node *n, struct tree_node *parent, const char *name)
@@ -146,11 +207,6 @@ static int probe_archive(int fd, uint64_t off, uint64_t len, int full, const cha
 }
 
 /* ---- folders ------------------------------------------------------------ */
-
-static int child_order(const void *a, const void *b)
-{
-	return names_order(((const struct tree_node *)a)->name, ((const struct tree_node *)b)->name);
-}
 
 static void folder_child(struct tree *t, struct tree_node *n, const char *path, const struct stat *st)
 {
@@ -210,9 +266,10 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 
 		node_init(t, n, dir, names->pdata[i]);
 		folder_child(t, n, child_path, &g_array_index(stats, struct stat, i));
+		dir_index_add(td, td->count++);
 		g_free(child_path);
 	}
-	qsort(td->child, td->count, sizeof *td->child, child_order);
+	dir_finish(t, td, names->len);
 	*out = td;
 out:
 	g_free(path);
@@ -223,94 +280,78 @@ out:
 
 /* ---- archives ----------------------------------------------------------- */
 
-/* While an archive loads, its names form a temporary tree of these. */
-struct bdir;
-struct bitem {
-	char *name;         /* display name, owned */
-	int64_t entry;      /* table index of a file, -1 for a directory */
-	struct bdir *sub;
-};
-struct bdir {
-	GHashTable *taken;   /* ASCII-lowered display name -> bitem */
-	GHashTable *subdirs; /* ASCII-lowered stored component -> bitem */
-	GPtrArray *items;
+/* What an archive's directories are made from: its table and every entry's
+ * display path.  Kept until the last backslash directory has been loaded,
+ * so that each of them is built only when first used. */
+struct archive_names {
+	struct res_table tab;
+	GString *paths;       /* display paths, NUL-terminated, '/' between components */
+	uint32_t *path_at;    /* per entry: offset in paths, UINT32_MAX when skipped */
+	uint32_t pending;     /* directories not loaded yet */
 };
 
-static struct bdir *bdir_new(void)
-{
-	struct bdir *d = g_new0(struct bdir, 1);
+/* A backslash directory waiting for its first use. */
+struct pending_dir {
+	struct archive_names *names;
+	struct tree_node *archive;
+	GArray *members;      /* struct member: entries below this directory */
+};
 
-	d->taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	d->subdirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	d->items = g_ptr_array_new();
-	return d;
+struct member {
+	uint32_t entry;
+	uint32_t at;          /* offset in names->paths of the next component */
+};
+
+static void archive_names_unref(struct archive_names *an)
+{
+	if (--an->pending > 0)
+		return;
+	res_table_free(&an->tab);
+	g_string_free(an->paths, TRUE);
+	g_free(an->path_at);
+	g_free(an);
 }
 
-static void bdir_free(struct bdir *d)
+/* A stored name for a log line: cp1251 shown as UTF-8, NUL and the
+ * undefined byte escaped. */
+static char *raw_name_for_log(const char *raw, size_t len)
 {
-	for (guint i = 0; i < d->items->len; i++) {
-		struct bitem *it = d->items->pdata[i];
+	GString *s = g_string_new(NULL);
 
-		if (it->sub)
-			bdir_free(it->sub);
-		g_free(it->name);
-		g_free(it);
-	}
-	g_hash_table_destroy(d->taken);
-	g_hash_table_destroy(d->subdirs);
-	g_ptr_array_unref(d->items);
-	g_free(d);
+	cp1251_to_utf8(raw, len, "", s);
+	return g_string_free(s, FALSE);
 }
 
-/* Adds an item under a free name: a taken one becomes "name~slot". */
-static struct bitem *bdir_add(struct bdir *d, const char *name, int64_t entry, uint32_t slot,
-			      const char *archive)
+static struct archive_names *archive_names_new(struct res_table *tab, uint64_t archive_len,
+						 const char *what)
 {
-	struct bitem *it = g_new0(struct bitem, 1);
-	char *key;
+	struct archive_names *an = g_new0(struct archive_names, 1);
 
-	it->name = g_strdup(name);
-	it->entry = entry;
-	for (;;) {
-		key = g_ascii_strdown(it->name, -1);
-		if (!g_hash_table_contains(d->taken, key))
-			break;
-		g_free(key);
-		key = names_dedup(it->name, slot);
-		g_free(it->name);
-		it->name = key;
-	}
-	if (strcmp(it->name, name) != 0)
-		log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" is taken (case duplicate); shown as \"%s\"",
-			archive, slot, name, it->name);
-	g_hash_table_insert(d->taken, key, it);
-	g_ptr_array_add(d->items, it);
-	return it;
-}
+	an->tab = *tab;
+	an->paths = g_string_sized_new(tab->hdr.names_len + tab->hdr.count + 16);
+	an->path_at = g_new(uint32_t, tab->hdr.count ? tab->hdr.count : 1);
+	for (uint32_t i = 0; i < tab->hdr.count; i++) {
+		const struct res_entry *e = &tab->entries[i];
+		const char *raw = res_entry_name(tab, i);
+		size_t at = an->paths->len;
 
-static void bdir_add_entry(struct bdir *root, GPtrArray *comps, uint32_t i, const char *archive)
-{
-	struct bdir *d = root;
-
-	for (guint c = 0; c + 1 < comps->len; c++) {
-		char *key = g_ascii_strdown(comps->pdata[c], -1);
-		struct bitem *sub = g_hash_table_lookup(d->subdirs, key);
-
-		if (!sub) {
-			sub = bdir_add(d, comps->pdata[c], -1, i, archive);
-			sub->sub = bdir_new();
-			g_hash_table_insert(d->subdirs, key, sub);
-		} else {
-			g_free(key);
+		an->path_at[i] = UINT32_MAX;
+		if (res_entry_faults(tab, i, archive_len) & RES_FAULT_NAME) {
+			log_msg(LOG_WARNING, "%s: entry %u: name at %u+%u is outside the name block; skipped",
+				what, i, e->name_off, e->name_len);
+			continue;
 		}
-		d = sub->sub;
-	}
-	bdir_add(d, comps->pdata[comps->len - 1], i, i, archive);
-}
+		if (names_display_path(raw, e->name_len, an->paths)) {
+			char *stored = raw_name_for_log(raw, e->name_len);
 
-static int bitem_order(const void *a, const void *b)
-{
-	return names_order((*(struct bitem *const *)a)->name, (*(struct bitem *const *)b)->name);
+			log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" cannot be shown as stored; shown as \"%s\"",
+				what, i, stored, an->paths->str + at);
+			g_free(stored);
+		}
+		g_string_append_c(an->paths, '\0');
+		an->path_at[i] = (uint32_t)at;
+	}
+	return an;
 }
 
 /* Is this entry itself an archive to show as a directory? */
@@ -341,7 +382,7 @@ static int is_nested_archive(struct tree_node *n, const struct tree_node *archiv
 	return ok;
 }
 
-static void fill_entry(struct tree_node *n, const struct tree_node *archive, const struct res_table *tab,
+static void fill_entry(struct tree_node *n, struct tree_node *archive, const struct res_table *tab,
 		       uint32_t i)
 {
 	const struct res_entry *e = &tab->entries[i];
@@ -368,39 +409,97 @@ static void fill_entry(struct tree_node *n, const struct tree_node *archive, con
 	}
 }
 
-static struct tree_dir *materialize(struct tree *t, struct bdir *b, struct tree_node *parent,
-				    const struct tree_node *archive, const struct res_table *tab)
+/* Adds a child under a free name: a taken one (the game would find only
+ * one of two case variants) becomes "name~slot". */
+static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tree_node *parent,
+				   const char *name, size_t len, uint32_t slot, const char *what)
 {
-	struct tree_dir *td = dir_new(t, b->items->len);
+	struct tree_node *n = &d->child[d->count];
+	char *free_name = g_strndup(name, len);
 
-	g_ptr_array_sort(b->items, bitem_order);
-	for (guint k = 0; k < b->items->len; k++) {
-		struct bitem *it = b->items->pdata[k];
-		struct tree_node *n = &td->child[k];
+	while (dir_find(d, free_name)) {
+		char *other = names_dedup(free_name, slot);
 
-		node_init(t, n, parent, it->name);
-		if (it->sub) {
-			n->kind = NODE_VDIR;
-			n->src = archive->src;
-			n->mtime = archive->mtime;
-			n->mode = dir_mode(archive->mode);
-			n->depth = archive->depth;
-			n->dir = materialize(t, it->sub, n, archive, tab);
-		} else {
-			fill_entry(n, archive, tab, (uint32_t)it->entry);
-		}
+		g_free(free_name);
+		free_name = other;
 	}
-	return td;
+	if (strlen(free_name) != len || memcmp(free_name, name, len) != 0)
+		log_msg(LOG_WARNING, "%s: entry %u: name \"%.*s\" is taken (case duplicate); shown as \"%s\"",
+			what, slot, (int)len, name, free_name);
+	node_init(t, n, parent, free_name);
+	g_free(free_name);
+	dir_index_add(d, d->count++);
+	return n;
 }
 
-/* A stored name for a log line: cp1251 shown as UTF-8, NUL and the
- * undefined byte escaped. */
-static char *raw_name_for_log(const char *raw, size_t len)
+/* Builds one directory of an archive from the entries below it; backslash
+ * sub-directories get their own member lists and load later. */
+static struct tree_dir *build_dir(struct tree *t, struct archive_names *an, struct tree_node *archive,
+				  struct tree_node *dir, const struct member *m, uint32_t n)
 {
-	GString *s = g_string_new(NULL);
+	struct tree_dir *d = dir_new(t, n);
+	GHashTable *subdirs = NULL; /* lowered stored component -> struct pending_dir */
+	char *what = tree_path(dir);
 
-	cp1251_to_utf8(raw, len, "", s);
-	return g_string_free(s, FALSE);
+	for (uint32_t k = 0; k < n; k++) {
+		const char *comp = an->paths->str + m[k].at;
+		const char *slash = strchr(comp, '/');
+		size_t len = slash ? (size_t)(slash - comp) : strlen(comp);
+		struct pending_dir *p;
+		struct tree_node *c;
+		char *key;
+
+		if (!slash) {
+			c = add_child(t, d, dir, comp, len, m[k].entry, what);
+			fill_entry(c, archive, &an->tab, m[k].entry);
+			continue;
+		}
+		if (!subdirs)
+			subdirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+		key = g_ascii_strdown(comp, (gssize)len);
+		p = g_hash_table_lookup(subdirs, key);
+		if (!p) {
+			c = add_child(t, d, dir, comp, len, m[k].entry, what);
+			c->kind = NODE_VDIR;
+			c->src = archive->src;
+			c->mtime = archive->mtime;
+			c->mode = dir_mode(archive->mode);
+			c->depth = archive->depth;
+			p = g_new0(struct pending_dir, 1);
+			p->names = an;
+			p->archive = archive;
+			p->members = g_array_new(FALSE, FALSE, sizeof(struct member));
+			c->pending = p;
+			an->pending++;
+			g_hash_table_insert(subdirs, key, p);
+		} else {
+			g_free(key);
+		}
+		g_array_append_val(p->members, ((struct member){ m[k].entry, (uint32_t)(slash + 1 - an->paths->str) }));
+	}
+	if (subdirs)
+		g_hash_table_destroy(subdirs);
+	dir_finish(t, d, n);
+	g_free(what);
+	return d;
+}
+
+static void pending_dir_free(struct pending_dir *p)
+{
+	g_array_unref(p->members);
+	archive_names_unref(p->names);
+	g_free(p);
+}
+
+static int load_vdir(struct tree *t, struct tree_node *v, struct tree_dir **out)
+{
+	struct pending_dir *p = v->pending;
+
+	*out = build_dir(t, p->names, p->archive, v, (const struct member *)(void *)p->members->data,
+			 p->members->len);
+	v->pending = NULL;
+	pending_dir_free(p);
+	return 0;
 }
 
 static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **out)
@@ -408,43 +507,24 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 	struct res_window w = { a->src->fd, a->offset, a->size };
 	struct res_error err = { 0 };
 	struct res_table tab;
+	struct archive_names *an;
+	GArray *members;
 	char *what = tree_path(a);
-	struct bdir *root;
-	GPtrArray *comps;
 
 	if (res_table_read(&w, &tab, &err) < 0) {
 		log_msg(LOG_ERR, "%s: offset %llu: %s", what, (unsigned long long)err.offset, err.msg);
 		g_free(what);
 		return -(err.code == ENOMEM ? ENOMEM : EIO);
 	}
-	root = bdir_new();
-	comps = g_ptr_array_new_with_free_func(g_free);
-	for (uint32_t i = 0; i < tab.hdr.count; i++) {
-		const struct res_entry *e = &tab.entries[i];
-
-		if (res_entry_faults(&tab, i, a->size) & RES_FAULT_NAME) {
-			log_msg(LOG_WARNING, "%s: entry %u: name at %u+%u is outside the name block; skipped",
-				what, i, e->name_off, e->name_len);
-			continue;
-		}
-		g_ptr_array_set_size(comps, 0);
-		if (names_split(res_entry_name(&tab, i), e->name_len, comps)) {
-			GString *shown = g_string_new(NULL);
-			char *stored = raw_name_for_log(res_entry_name(&tab, i), e->name_len);
-
-			for (guint c = 0; c < comps->len; c++)
-				g_string_append_printf(shown, "%s%s", c ? "/" : "", (char *)comps->pdata[c]);
-			log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" cannot be shown as stored; shown as \"%s\"",
-				what, i, stored, shown->str);
-			g_string_free(shown, TRUE);
-			g_free(stored);
-		}
-		bdir_add_entry(root, comps, i, what);
-	}
-	*out = materialize(t, root, a, a, &tab);
-	g_ptr_array_unref(comps);
-	bdir_free(root);
-	res_table_free(&tab);
+	an = archive_names_new(&tab, a->size, what);
+	an->pending = 1; /* held while the top directory is built */
+	members = g_array_sized_new(FALSE, FALSE, sizeof(struct member), tab.hdr.count);
+	for (uint32_t i = 0; i < tab.hdr.count; i++)
+		if (an->path_at[i] != UINT32_MAX)
+			g_array_append_val(members, ((struct member){ i, an->path_at[i] }));
+	*out = build_dir(t, an, a, a, (const struct member *)(void *)members->data, members->len);
+	g_array_unref(members);
+	archive_names_unref(an);
 	g_free(what);
 	return 0;
 }
@@ -461,7 +541,9 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
 		g_mutex_lock(&t->lock);
 		d = n->dir;
 		if (!d) {
-			int rc = n->kind == NODE_FOLDER ? load_folder(t, n, &d) : load_archive(t, n, &d);
+			int rc = n->kind == NODE_FOLDER ? load_folder(t, n, &d)
+				 : n->kind == NODE_VDIR ? load_vdir(t, n, &d)
+				 : load_archive(t, n, &d);
 
 			if (rc < 0) {
 				d = dir_new(t, 0);
@@ -478,36 +560,17 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
 struct tree_node *tree_lookup(struct tree *t, struct tree_node *dir, const char *name, int *err)
 {
 	const struct tree_dir *d;
-	uint32_t lo = 0, hi;
+	struct tree_node *n;
 	int rc = tree_children(t, dir, &d);
 
 	if (rc < 0) {
 		*err = -rc;
 		return NULL;
 	}
-	hi = d->count;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int c = g_ascii_strcasecmp(name, d->child[mid].name);
-
-		if (c == 0) {
-			/* case variants sit next to each other: prefer the exact one */
-			uint32_t i = mid;
-
-			while (i > 0 && g_ascii_strcasecmp(name, d->child[i - 1].name) == 0)
-				i--;
-			for (uint32_t j = i; j < d->count && g_ascii_strcasecmp(name, d->child[j].name) == 0; j++)
-				if (strcmp(name, d->child[j].name) == 0)
-					return &d->child[j];
-			return &d->child[i];
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	*err = ENOENT;
-	return NULL;
+	n = dir_find(d, name);
+	if (!n)
+		*err = ENOENT;
+	return n;
 }
 
 struct tree_node *tree_resolve(struct tree *t, struct tree_node *dir, const char *path, int *err)
@@ -684,10 +747,16 @@ void tree_free(struct tree *t)
 	for (guint i = 0; i < t->dirs->len; i++) {
 		struct tree_dir *d = t->dirs->pdata[i];
 
-		for (uint32_t k = 0; k < d->count; k++)
-			if (d->child[k].plain_fd >= 0)
-				close(d->child[k].plain_fd);
+		for (uint32_t k = 0; k < d->count; k++) {
+			struct tree_node *n = &d->child[k];
+
+			if (n->kind == NODE_PLAIN && n->plain_fd >= 0)
+				close(n->plain_fd);
+			else if (n->kind == NODE_VDIR && n->pending)
+				pending_dir_free(n->pending);
+		}
 		g_free(d->child);
+		g_free(d->index);
 		g_free(d);
 	}
 	for (guint i = 0; i < t->sources->len; i++) {

@@ -27,7 +27,9 @@ struct tree_source {
 struct tree_dir {
 	uint32_t count;
 	int error;                  /* errno when the directory could not be read */
-	struct tree_node *child;    /* count nodes, in names_order */
+	struct tree_node *child;    /* count nodes, in no particular order */
+	uint32_t *index;            /* open addressing by lowered name: child + 1 */
+	uint32_t mask;              /* index size - 1 */
 };
 
 struct tree_node {
@@ -43,7 +45,10 @@ struct tree_node {
 	uint8_t kind;
 	uint8_t depth;              /* archive nesting level */
 	uint8_t faults;             /* RES_FAULT_* of an entry */
-	int plain_fd;               /* PLAIN: opened on first read, -1 before */
+	union {
+		int plain_fd;                /* PLAIN: opened on first read, -1 before */
+		struct pending_dir *pending; /* VDIR: what it holds, until first use */
+	};
 };
 
 struct tree;
