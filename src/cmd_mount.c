@@ -1,6 +1,8 @@
 /* eifs mount SRC MNT, eifs SRC MNT (mount.fuse3 / fstab), eifs umount MNT. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,7 @@ static int take_options(struct mount_args *m, const char *list)
 			char *end;
 
 			m->timeout = g_ascii_strtod(*o + 8, &end);
-			if (*end || m->timeout < 0) {
+			if (end == *o + 8 || *end || !isfinite(m->timeout) || m->timeout < 0) {
 				fprintf(stderr, "eifs: bad option '%s' (seconds expected)\n", *o);
 				rc = -1;
 			}
@@ -126,13 +128,15 @@ static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
 	fuse_opt_add_arg(&args, opts);
 	fuse_opt_add_arg(&args, "-o");
 	{
-		char *name = g_strdup_printf("fsname=%s", m->src);
+		char *abs = realpath(m->src, NULL);
+		char *name = g_strdup_printf("fsname=%s", abs ? abs : m->src);
 		/* escapes the commas a path may hold */
 		char *o = NULL;
 
 		fuse_opt_add_opt_escaped(&o, name);
 		fuse_opt_add_arg(&args, o);
 		free(o);
+		free(abs);
 		g_free(name);
 	}
 	if (m->debug)

@@ -40,6 +40,15 @@ struct tree_node *cli_open_path(const char *arg, struct tree **tree)
 	while (stat(disk, &st) < 0 || (S_ISREG(st.st_mode) && !has_res_magic(disk))) {
 		char *slash = strrchr(disk, '/');
 
+		if (!slash && strcmp(disk, ".") != 0 && stat(disk, &st) == 0) {
+			/* a plain file named without a folder: look it up in "." */
+			char *in_dot = g_strconcat("./", arg, NULL);
+			struct tree_node *found = cli_open_path(in_dot, tree);
+
+			g_free(in_dot);
+			g_free(disk);
+			return found;
+		}
 		if (!slash || slash == disk) {
 			fprintf(stderr, "eifs: %s: %s\n", arg, strerror(ENOENT));
 			g_free(disk);
@@ -124,13 +133,16 @@ int cmd_ls(int argc, char **argv)
 	int lng = 0, recursive = 0, opt, status = EXIT_OK;
 
 	optind = 0;
+	opterr = 0;
 	while ((opt = getopt(argc + 1, argv - 1, "lR")) != -1) {
-		if (opt == 'l')
+		if (opt == 'l') {
 			lng = 1;
-		else if (opt == 'R')
+		} else if (opt == 'R') {
 			recursive = 1;
-		else
+		} else {
+			fprintf(stderr, "eifs ls: unknown option '-%c'\n", optopt);
 			return EXIT_USAGE;
+		}
 	}
 	if (optind - 1 >= argc) {
 		fprintf(stderr, "eifs ls: which archive or folder?\n");
@@ -235,14 +247,16 @@ static int extract_entry(const struct tree_node *a, const struct res_table *tab,
 	names_split(res_entry_name(tab, i), e->name_len, comps);
 	g_ptr_array_add(comps, NULL);
 	rel = g_build_filenamev((gchar **)comps->pdata);
+	/* case variants would overwrite each other on a case-insensitive disk */
 	while (g_hash_table_contains(done, rel)) {
 		char *other = names_dedup(rel, i);
 
-		fprintf(stderr, "eifs: entry %u: %s was extracted already; written as %s\n", i, rel, other);
+		fprintf(stderr, "eifs: entry %u: %s was extracted already (names differ only in case); written as %s\n",
+			i, rel, other);
 		g_free(rel);
 		rel = other;
 	}
-	g_hash_table_add(done, rel);
+	g_hash_table_add(done, g_strdup(rel));
 	path = g_build_filename(dir, rel, NULL);
 	parent = g_path_get_dirname(path);
 	rc = g_mkdir_with_parents(parent, 0755) < 0 ? -errno : 0;
@@ -262,10 +276,25 @@ static int extract_entry(const struct tree_node *a, const struct res_table *tab,
 		close(fd);
 	if (rc < 0)
 		fprintf(stderr, "eifs: %s: %s\n", path, strerror(-rc));
+	g_free(rel);
 	g_free(path);
 	g_free(parent);
 	g_ptr_array_unref(comps);
 	return rc;
+}
+
+static guint ascii_ci_hash(gconstpointer key)
+{
+	char *low = g_ascii_strdown(key, -1);
+	guint h = g_str_hash(low);
+
+	g_free(low);
+	return h;
+}
+
+static gboolean ascii_ci_equal(gconstpointer a, gconstpointer b)
+{
+	return g_ascii_strcasecmp(a, b) == 0;
 }
 
 static char *default_extract_dir(const char *archive_name)
@@ -311,7 +340,7 @@ int cmd_extract(int argc, char **argv)
 		return EXIT_NO_SOURCE;
 	}
 	dir = argc == 2 ? g_strdup(argv[1]) : default_extract_dir(a->name);
-	done = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	done = g_hash_table_new_full(ascii_ci_hash, ascii_ci_equal, g_free, NULL);
 	for (uint32_t i = 0; i < tab.hdr.count; i++) {
 		unsigned faults = res_entry_faults(&tab, i, a->size);
 
@@ -382,13 +411,13 @@ static unsigned check_tree(struct tree *t, struct tree_node *n)
 
 		if (c->kind == NODE_ARCHIVE)
 			problems += check_archive(t, c);
-		else if (c->kind == NODE_VDIR)
+		else if (c->kind == NODE_VDIR || c->kind == NODE_FOLDER)
 			problems += check_tree(t, c);
-		else if (c->kind == NODE_ENTRY && names_is_archive_ext(c->name)
+		else if (names_is_archive_ext(c->name)
 			 && tree_read(t, c, magic, 4, 0) == 4 && res_is_magic(magic, 4)) {
 			char *p = tree_path(c);
 
-			printf("%s: nested archive cannot be opened\n", p);
+			printf("%s: has the RES magic but cannot be opened as an archive\n", p);
 			g_free(p);
 			problems++;
 		}
@@ -408,10 +437,14 @@ int cmd_check(int argc, char **argv)
 		struct tree *t = NULL;
 		struct tree_node *a = cli_open_path(argv[i], &t);
 
-		if (!a)
+		if (!a) {
 			status = t ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
-		else if (a->kind == NODE_ARCHIVE ? check_archive(t, a) : check_tree(t, a))
+		} else if (!tree_is_dir(a)) {
+			fprintf(stderr, "eifs: %s: not an archive or a folder\n", argv[i]);
 			status = EXIT_PROBLEMS;
+		} else if (a->kind == NODE_ARCHIVE ? check_archive(t, a) : check_tree(t, a)) {
+			status = EXIT_PROBLEMS;
+		}
 		tree_free(t);
 	}
 	return status;

@@ -62,11 +62,14 @@ static void walk(struct pack_list *l, const char *dir, const char *rel)
 	while ((name = g_dir_read_name(d))) {
 		char *path = g_build_filename(dir, name, NULL);
 		char *sub = *rel ? g_strconcat(rel, "/", name, NULL) : g_strdup(name);
-		struct stat st;
+		struct stat st, lst;
 
-		if (stat(path, &st) < 0) {
+		if (lstat(path, &lst) < 0 || stat(path, &st) < 0) {
 			fprintf(stderr, "eifs: pack: %s: %s\n", path, strerror(errno));
 			l->errors++;
+		} else if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode)) {
+			/* a link may lead back up the tree: never followed */
+			fprintf(stderr, "eifs: pack: warning: %s: symbolic link to a folder skipped\n", path);
 		} else if (S_ISDIR(st.st_mode)) {
 			walk(l, path, sub);
 		} else if (S_ISREG(st.st_mode)) {
@@ -123,6 +126,19 @@ static int write_archive(const char *out, struct pack_list *l, const struct res_
 	return rc;
 }
 
+/* --time takes Unix seconds that fit the table's u32. */
+static int parse_time(const char *arg, int64_t *out)
+{
+	guint64 v;
+
+	if (!g_ascii_string_to_unsigned(arg, 10, 0, UINT32_MAX, &v, NULL)) {
+		fprintf(stderr, "eifs pack: --time wants Unix seconds from 0 to %u, not '%s'\n", UINT32_MAX, arg);
+		return -1;
+	}
+	*out = (int64_t)v;
+	return 0;
+}
+
 int cmd_pack(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -138,15 +154,18 @@ int cmd_pack(int argc, char **argv)
 
 	l.fixed_time = -1;
 	optind = 0;
+	opterr = 0;
 	while ((c = getopt_long(argc + 1, argv - 1, "", longopts, NULL)) != -1) {
 		if (c == 'D')
 			opt.dedup = 1;
 		else if (c == 'A')
 			opt.align = 0;
-		else if (c == 'T')
-			l.fixed_time = g_ascii_strtoll(optarg, NULL, 10);
-		else
+		else if (c == 'T' && parse_time(optarg, &l.fixed_time) < 0)
 			return EXIT_USAGE;
+		else if (c == '?') {
+			fprintf(stderr, "eifs pack: unknown option '%s'\n", argv[optind - 2]);
+			return EXIT_USAGE;
+		}
 	}
 	argc -= optind - 1;
 	argv += optind - 1;

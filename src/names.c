@@ -18,7 +18,7 @@ static unsigned append_component(const char *raw, size_t len, GString *out)
 	return rewrites;
 }
 
-static int is_plain_ascii(const char *raw, size_t len)
+int names_is_plain(const char *raw, size_t len)
 {
 	if (len == 0 || raw[0] == '\\' || raw[len - 1] == '\\' || raw[0] == '.')
 		return 0;
@@ -36,7 +36,7 @@ unsigned names_display_path(const char *raw, size_t len, GString *out)
 	unsigned rewrites = 0;
 	size_t start = 0, begin = out->len;
 
-	if (is_plain_ascii(raw, len)) {
+	if (names_is_plain(raw, len)) {
 		/* the common case: nothing to rewrite */
 		g_string_append_len(out, raw, (gssize)len);
 		for (char *p = out->str + begin; *p; p++)

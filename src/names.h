@@ -18,6 +18,10 @@ unsigned names_split(const char *raw, size_t len, GPtrArray *comps);
  * components (none of which can hold a '/').  Returns the rewrites. */
 unsigned names_display_path(const char *raw, size_t len, GString *out);
 
+/* True when a stored name is shown exactly as stored (with '/' for '\'):
+ * printable ASCII, no '/', no empty, "." or ".." component. */
+int names_is_plain(const char *raw, size_t len);
+
 /* The name a case-duplicate (or a name already taken) gets: "name~slot". */
 char *names_dedup(const char *name, unsigned slot);
 

@@ -89,13 +89,21 @@ static struct tree_source *source_new(struct tree *t, int fd, const char *path)
 }
 
 /* ASCII case-insensitive, like the game's lookup. */
-static uint32_t name_hash(const char *name)
+static uint32_t name_hash_len(const char *name, size_t len)
 {
 	uint32_t h = 2166136261u;
 
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ (uint32_t)g_ascii_tolower(*p)) * 16777619u;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		h = (h ^ (uint32_t)(c >= 'A' && c <= 'Z' ? c + 32 : c)) * 16777619u;
+	}
 	return h;
+}
+
+static uint32_t name_hash(const char *name)
+{
+	return name_hash_len(name, strlen(name));
 }
 
 static void dir_index_alloc(struct tree_dir *d, uint32_t capacity)
@@ -109,13 +117,20 @@ static void dir_index_alloc(struct tree_dir *d, uint32_t capacity)
 	d->mask = size - 1;
 }
 
-static void dir_index_add(struct tree_dir *d, uint32_t i)
+static void dir_index_add(struct tree_dir *d, uint32_t i, uint32_t hash)
 {
-	uint32_t h = name_hash(d->child[i].name) & d->mask;
+	uint32_t h = hash & d->mask;
 
 	while (d->index[h])
 		h = (h + 1) & d->mask;
 	d->index[h] = i + 1;
+}
+
+static void dir_reindex(struct tree_dir *d)
+{
+	dir_index_alloc(d, d->capacity);
+	for (uint32_t i = 0; i < d->count; i++)
+		dir_index_add(d, i, name_hash(d->child[i].name));
 }
 
 /* A directory with room for capacity children; count grows as they come. */
@@ -123,36 +138,50 @@ static struct tree_dir *dir_new(struct tree *t, uint32_t capacity)
 {
 	struct tree_dir *d = g_new0(struct tree_dir, 1);
 
-	d->child = g_new0(struct tree_node, capacity ? capacity : 1);
-	dir_index_alloc(d, capacity);
+	d->capacity = capacity ? capacity : 1;
+	d->child = g_new0(struct tree_node, d->capacity);
+	dir_index_alloc(d, d->capacity);
 	g_ptr_array_add(t->dirs, d);
 	return d;
 }
 
-/* Gives back unused room once all children are in (nothing points at the
- * children yet, so they may move). */
-static void dir_finish(struct tree *t, struct tree_dir *d, uint32_t capacity)
+/* Room for one more child.  Children move when the room grows: nothing
+ * may point at them until the directory is finished. */
+static struct tree_node *dir_next_child(struct tree_dir *d)
 {
-	if (d->count < capacity) {
-		d->child = g_renew(struct tree_node, d->child, d->count ? d->count : 1);
-		dir_index_alloc(d, d->count);
-		for (uint32_t i = 0; i < d->count; i++)
-			dir_index_add(d, i);
+	if (d->count == d->capacity) {
+		d->capacity *= 2;
+		d->child = g_renew(struct tree_node, d->child, d->capacity);
+		memset(d->child + d->count, 0, sizeof *d->child * (d->capacity - d->count));
+		dir_reindex(d);
+	}
+	return &d->child[d->count];
+}
+
+/* Gives back unused room once all children are in. */
+static void dir_finish(struct tree *t, struct tree_dir *d)
+{
+	if (d->count < d->capacity) {
+		d->capacity = d->count ? d->count : 1;
+		d->child = g_renew(struct tree_node, d->child, d->capacity);
+		dir_reindex(d);
 	}
 	t->nodes += d->count;
 }
 
-/* The child named name, ASCII case-insensitively; the exact case wins. */
-static struct tree_node *dir_find(const struct tree_dir *d, const char *name)
+/* The child named name (len bytes), ASCII case-insensitively; the exact
+ * case wins. */
+static struct tree_node *dir_find_len(const struct tree_dir *d, const char *name, size_t len,
+				      uint32_t hash)
 {
 	struct tree_node *found = NULL;
 
-	for (uint32_t h = name_hash(name) & d->mask; d->index[h]; h = (h + 1) & d->mask) {
+	for (uint32_t h = hash & d->mask; d->index[h]; h = (h + 1) & d->mask) {
 		struct tree_node *c = &d->child[d->index[h] - 1];
 
-		if (g_ascii_strcasecmp(c->name, name) != 0)
+		if (g_ascii_strncasecmp(c->name, name, len) != 0 || c->name[len] != '\0')
 			continue;
-		if (strcmp(c->name, name) == 0)
+		if (memcmp(c->name, name, len) == 0)
 			return c;
 		if (!found)
 			found = c;
@@ -160,12 +189,24 @@ static struct tree_node *dir_find(const struct tree_dir *d, const char *name)
 	return found;
 }
 
-static void node_init(struct tree *t, struct tree_node *n, struct tree_node *parent, const char *name)
+static struct tree_node *dir_find(const struct tree_dir *d, const char *name)
+{
+	size_t len = strlen(name);
+
+	return dir_find_len(d, name, len, name_hash_len(name, len));
+}
+
+static void node_init_len(struct tree *t, struct tree_node *n, struct tree_node *parent,
+			  const char *name, size_t len)
 {
 	n->parent = parent;
-	n->name = g_string_chunk_insert(t->names, name);
+	n->name = g_string_chunk_insert_len(t->names, name, (gssize)len);
 	n->ino = node_ino(parent->ino, n->name);
-	n->plain_fd = -1;
+}
+
+static void node_init(struct tree *t, struct tree_node *n, struct tree_node *parent, const char *name)
+{
+	node_init_len(t, n, parent, name, strlen(name));
 }
 
 static int read_at(int fd, void *buf, size_t len, uint64_t off)
@@ -180,10 +221,12 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
-/* Validates the archive in [off, off+len) of fd: header and, when full is
- * set, the whole table.  Returns 0 for an archive, 1 for no RES magic at
- * all, or a negative errno after logging why a RES archive is unusable. */
-static int probe_archive(int fd, uint64_t off, uint64_t len, int full, const char *what)
+/* Validates the header of the archive in [off, off+len) of fd: magic, and
+ * a table and name block that fit.  Returns 0 for an archive, 1 for no RES
+ * magic at all, or a negative errno after logging why a RES archive is
+ * unusable. */
+static int probe_archive(int fd, uint64_t off, uint64_t len, const char *what,
+			 const char *consequence)
 {
 	unsigned char hdr[RES_HEADER_SIZE];
 	struct res_header h;
@@ -191,16 +234,9 @@ static int probe_archive(int fd, uint64_t off, uint64_t len, int full, const cha
 
 	if (len < RES_HEADER_SIZE || read_at(fd, hdr, sizeof hdr, off) < 0 || !res_is_magic(hdr, 4))
 		return 1; /* not an archive at all: a plain file, nothing to say */
-	if (res_header_decode(hdr, len, &h, &err) == 0 && full) {
-		struct res_window w = { fd, off, len };
-		struct res_table tab;
-
-		if (res_table_read(&w, &tab, &err) == 0)
-			res_table_free(&tab);
-	}
-	if (err.code) {
-		log_msg(LOG_WARNING, "%s: offset %llu: %s (%s); shown as a file", what,
-			(unsigned long long)err.offset, err.msg, strerror(err.code));
+	if (res_header_decode(hdr, len, &h, &err) < 0) {
+		log_msg(LOG_WARNING, "%s: offset %llu: %s (%s); %s", what,
+			(unsigned long long)err.offset, err.msg, strerror(err.code), consequence);
 		return -err.code;
 	}
 	return 0;
@@ -219,11 +255,14 @@ static void folder_child(struct tree *t, struct tree_node *n, const char *path, 
 		return;
 	}
 	n->kind = NODE_PLAIN;
+	n->plain_fd = -1;
 	if (names_is_archive_ext(n->name)) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-		if (fd >= 0 && probe_archive(fd, 0, n->size, 1, path) == 0) {
+		if (fd >= 0 && probe_archive(fd, 0, n->size, path, "shown as a file") == 0) {
 			n->kind = NODE_ARCHIVE;
+			n->plain_fd = 0; /* the union now holds no table */
+			n->table = NULL;
 			n->src = source_new(t, fd, path);
 			n->mode = dir_mode(st->st_mode);
 			return;
@@ -266,10 +305,11 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 
 		node_init(t, n, dir, names->pdata[i]);
 		folder_child(t, n, child_path, &g_array_index(stats, struct stat, i));
-		dir_index_add(td, td->count++);
+		dir_index_add(td, td->count, name_hash(n->name));
+		td->count++;
 		g_free(child_path);
 	}
-	dir_finish(t, td, names->len);
+	dir_finish(t, td);
 	*out = td;
 out:
 	g_free(path);
@@ -280,36 +320,32 @@ out:
 
 /* ---- archives ----------------------------------------------------------- */
 
-/* What an archive's directories are made from: its table and every entry's
- * display path.  Kept until the last backslash directory has been loaded,
- * so that each of them is built only when first used. */
-struct archive_names {
+/* What an archive's directories are made from: its table.  Kept until
+ * the last backslash directory has been loaded, so that each of them is
+ * built only when first used. */
+struct archive_table {
 	struct res_table tab;
-	GString *paths;       /* display paths, NUL-terminated, '/' between components */
-	uint32_t *path_at;    /* per entry: offset in paths, UINT32_MAX when skipped */
-	uint32_t pending;     /* directories not loaded yet */
+	uint32_t refs;        /* the directory being built + those not loaded yet */
 };
 
 /* A backslash directory waiting for its first use. */
 struct pending_dir {
-	struct archive_names *names;
+	struct archive_table *at;
 	struct tree_node *archive;
 	GArray *members;      /* struct member: entries below this directory */
 };
 
 struct member {
 	uint32_t entry;
-	uint32_t at;          /* offset in names->paths of the next component */
+	uint32_t at;          /* where in the name block the next component starts */
 };
 
-static void archive_names_unref(struct archive_names *an)
+static void archive_table_unref(struct archive_table *at)
 {
-	if (--an->pending > 0)
+	if (--at->refs > 0)
 		return;
-	res_table_free(&an->tab);
-	g_string_free(an->paths, TRUE);
-	g_free(an->path_at);
-	g_free(an);
+	res_table_free(&at->tab);
+	g_free(at);
 }
 
 /* A stored name for a log line: cp1251 shown as UTF-8, NUL and the
@@ -322,36 +358,18 @@ static char *raw_name_for_log(const char *raw, size_t len)
 	return g_string_free(s, FALSE);
 }
 
-static struct archive_names *archive_names_new(struct res_table *tab, uint64_t archive_len,
-						 const char *what)
+static void log_rewritten_name(const char *what, uint32_t i, const char *raw, size_t len)
 {
-	struct archive_names *an = g_new0(struct archive_names, 1);
+	GString *shown = g_string_new(NULL);
 
-	an->tab = *tab;
-	an->paths = g_string_sized_new(tab->hdr.names_len + tab->hdr.count + 16);
-	an->path_at = g_new(uint32_t, tab->hdr.count ? tab->hdr.count : 1);
-	for (uint32_t i = 0; i < tab->hdr.count; i++) {
-		const struct res_entry *e = &tab->entries[i];
-		const char *raw = res_entry_name(tab, i);
-		size_t at = an->paths->len;
+	if (names_display_path(raw, len, shown)) {
+		char *stored = raw_name_for_log(raw, len);
 
-		an->path_at[i] = UINT32_MAX;
-		if (res_entry_faults(tab, i, archive_len) & RES_FAULT_NAME) {
-			log_msg(LOG_WARNING, "%s: entry %u: name at %u+%u is outside the name block; skipped",
-				what, i, e->name_off, e->name_len);
-			continue;
-		}
-		if (names_display_path(raw, e->name_len, an->paths)) {
-			char *stored = raw_name_for_log(raw, e->name_len);
-
-			log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" cannot be shown as stored; shown as \"%s\"",
-				what, i, stored, an->paths->str + at);
-			g_free(stored);
-		}
-		g_string_append_c(an->paths, '\0');
-		an->path_at[i] = (uint32_t)at;
+		log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" cannot be shown as stored; shown as \"%s\"",
+			what, i, stored, shown->str);
+		g_free(stored);
 	}
-	return an;
+	g_string_free(shown, TRUE);
 }
 
 /* Is this entry itself an archive to show as a directory? */
@@ -366,7 +384,7 @@ static int is_nested_archive(struct tree_node *n, const struct tree_node *archiv
 	if (!candidate || n->faults || n->size < RES_HEADER_SIZE)
 		return 0;
 	what = tree_path(n);
-	ok = probe_archive(n->src->fd, n->offset, n->size, 0, what) == 0;
+	ok = probe_archive(n->src->fd, n->offset, n->size, what, "shown as a file") == 0;
 	if (ok && archive->depth + 1 > TREE_MAX_DEPTH) {
 		log_msg(LOG_WARNING, "%s: archives nested deeper than %d levels are shown as files",
 			what, TREE_MAX_DEPTH);
@@ -414,72 +432,140 @@ static void fill_entry(struct tree_node *n, struct tree_node *archive, const str
 static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tree_node *parent,
 				   const char *name, size_t len, uint32_t slot, const char *what)
 {
-	struct tree_node *n = &d->child[d->count];
-	char *free_name = g_strndup(name, len);
+	struct tree_node *n = dir_next_child(d);
+	uint32_t hash = name_hash_len(name, len);
 
-	while (dir_find(d, free_name)) {
-		char *other = names_dedup(free_name, slot);
+	if (!dir_find_len(d, name, len, hash)) {
+		node_init_len(t, n, parent, name, len);
+	} else {
+		char *taken = g_strndup(name, len), *free_name = g_strdup(taken);
 
+		while (dir_find(d, free_name)) {
+			char *other = names_dedup(free_name, slot);
+
+			g_free(free_name);
+			free_name = other;
+		}
+		log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" is taken (case duplicate); shown as \"%s\"",
+			what, slot, taken, free_name);
+		node_init_len(t, n, parent, free_name, strlen(free_name));
+		hash = name_hash(free_name);
+		g_free(taken);
 		g_free(free_name);
-		free_name = other;
 	}
-	if (strlen(free_name) != len || memcmp(free_name, name, len) != 0)
-		log_msg(LOG_WARNING, "%s: entry %u: name \"%.*s\" is taken (case duplicate); shown as \"%s\"",
-			what, slot, (int)len, name, free_name);
-	node_init(t, n, parent, free_name);
-	g_free(free_name);
-	dir_index_add(d, d->count++);
+	dir_index_add(d, d->count++, hash);
 	return n;
 }
 
-/* Builds one directory of an archive from the entries below it; backslash
- * sub-directories get their own member lists and load later. */
-static struct tree_dir *build_dir(struct tree *t, struct archive_names *an, struct tree_node *archive,
+/* The next component of member m's stored name: sets comp and len to its
+ * display form (kept in scratch when it had to be rewritten), next_at to
+ * where the following one starts, and returns whether it is the last. */
+static int next_component(const struct res_table *tab, const struct member *m, GString *scratch,
+			  const char **comp, size_t *len, uint32_t *next_at)
+{
+	const struct res_entry *e = &tab->entries[m->entry];
+	const char *end = tab->names + e->name_off + e->name_len;
+	const char *p = tab->names + m->at, *stop;
+	int plain = 1;
+
+	while (p < end && *p == '\\')
+		p++; /* empty components */
+	if (p == end) {
+		*comp = "%EMPTY";
+		*len = 6;
+		*next_at = (uint32_t)(end - tab->names);
+		return 1;
+	}
+	for (stop = p; stop < end && *stop != '\\'; stop++)
+		if ((unsigned char)*stop < 0x20 || (unsigned char)*stop >= 0x7F || *stop == '/')
+			plain = 0;
+	if (*p == '.' && (stop - p == 1 || (stop - p == 2 && p[1] == '.')))
+		plain = 0;
+	if (plain) {
+		*comp = p;
+		*len = (size_t)(stop - p);
+	} else {
+		g_string_truncate(scratch, 0);
+		names_display_path(p, (size_t)(stop - p), scratch);
+		*comp = scratch->str;
+		*len = scratch->len;
+	}
+	*next_at = (uint32_t)(stop - tab->names);
+	while (stop < end && *stop == '\\')
+		stop++;
+	return stop == end;
+}
+
+static struct pending_dir *new_vdir(struct tree_node *c, struct archive_table *at, struct tree_node *archive)
+{
+	struct pending_dir *p = g_new0(struct pending_dir, 1);
+
+	c->kind = NODE_VDIR;
+	c->src = archive->src;
+	c->mtime = archive->mtime;
+	c->mode = dir_mode(archive->mode);
+	c->depth = archive->depth;
+	p->at = at;
+	p->archive = archive;
+	p->members = g_array_new(FALSE, FALSE, sizeof(struct member));
+	c->pending = p;
+	at->refs++;
+	return p;
+}
+
+/* Builds one directory of an archive from the entries below it, in table
+ * order; backslash sub-directories collect their members and load later. */
+static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, struct tree_node *archive,
 				  struct tree_node *dir, const struct member *m, uint32_t n)
 {
-	struct tree_dir *d = dir_new(t, n);
-	GHashTable *subdirs = NULL; /* lowered stored component -> struct pending_dir */
+	const struct res_table *tab = &at->tab;
+	struct tree_dir *d = dir_new(t, n < 256 ? n : 256);
+	GHashTable *renamed = NULL; /* lowered component -> pending_dir of a renamed directory */
+	GString *scratch = g_string_new(NULL);
 	char *what = tree_path(dir);
 
 	for (uint32_t k = 0; k < n; k++) {
-		const char *comp = an->paths->str + m[k].at;
-		const char *slash = strchr(comp, '/');
-		size_t len = slash ? (size_t)(slash - comp) : strlen(comp);
-		struct pending_dir *p;
+		const struct res_entry *e = &tab->entries[m[k].entry];
+		const char *comp;
+		size_t len;
+		uint32_t next_at;
+		struct pending_dir *p = NULL;
 		struct tree_node *c;
-		char *key;
 
-		if (!slash) {
+		if (next_component(tab, &m[k], scratch, &comp, &len, &next_at)) {
 			c = add_child(t, d, dir, comp, len, m[k].entry, what);
-			fill_entry(c, archive, &an->tab, m[k].entry);
+			fill_entry(c, archive, tab, m[k].entry);
+			if (!names_is_plain(tab->names + e->name_off, e->name_len))
+				log_rewritten_name(what, m[k].entry, tab->names + e->name_off, e->name_len);
 			continue;
 		}
-		if (!subdirs)
-			subdirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-		key = g_ascii_strdown(comp, (gssize)len);
-		p = g_hash_table_lookup(subdirs, key);
-		if (!p) {
-			c = add_child(t, d, dir, comp, len, m[k].entry, what);
-			c->kind = NODE_VDIR;
-			c->src = archive->src;
-			c->mtime = archive->mtime;
-			c->mode = dir_mode(archive->mode);
-			c->depth = archive->depth;
-			p = g_new0(struct pending_dir, 1);
-			p->names = an;
-			p->archive = archive;
-			p->members = g_array_new(FALSE, FALSE, sizeof(struct member));
-			c->pending = p;
-			an->pending++;
-			g_hash_table_insert(subdirs, key, p);
+		c = dir_find_len(d, comp, len, name_hash_len(comp, len));
+		if (c && c->kind == NODE_VDIR) {
+			p = c->pending;
+		} else if (c) {
+			/* a file took the name first: the directory was renamed */
+			char *key = g_ascii_strdown(comp, (gssize)len);
+
+			if (!renamed)
+				renamed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+			p = g_hash_table_lookup(renamed, key);
+			if (!p) {
+				c = add_child(t, d, dir, comp, len, m[k].entry, what);
+				p = new_vdir(c, at, archive);
+				g_hash_table_insert(renamed, key, p);
+			} else {
+				g_free(key);
+			}
 		} else {
-			g_free(key);
+			c = add_child(t, d, dir, comp, len, m[k].entry, what);
+			p = new_vdir(c, at, archive);
 		}
-		g_array_append_val(p->members, ((struct member){ m[k].entry, (uint32_t)(slash + 1 - an->paths->str) }));
+		g_array_append_val(p->members, ((struct member){ m[k].entry, next_at }));
 	}
-	if (subdirs)
-		g_hash_table_destroy(subdirs);
-	dir_finish(t, d, n);
+	if (renamed)
+		g_hash_table_destroy(renamed);
+	g_string_free(scratch, TRUE);
+	dir_finish(t, d);
 	g_free(what);
 	return d;
 }
@@ -487,7 +573,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_names *an, stru
 static void pending_dir_free(struct pending_dir *p)
 {
 	g_array_unref(p->members);
-	archive_names_unref(p->names);
+	archive_table_unref(p->at);
 	g_free(p);
 }
 
@@ -495,7 +581,7 @@ static int load_vdir(struct tree *t, struct tree_node *v, struct tree_dir **out)
 {
 	struct pending_dir *p = v->pending;
 
-	*out = build_dir(t, p->names, p->archive, v, (const struct member *)(void *)p->members->data,
+	*out = build_dir(t, p->at, p->archive, v, (const struct member *)(void *)p->members->data,
 			 p->members->len);
 	v->pending = NULL;
 	pending_dir_free(p);
@@ -506,25 +592,34 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 {
 	struct res_window w = { a->src->fd, a->offset, a->size };
 	struct res_error err = { 0 };
-	struct res_table tab;
-	struct archive_names *an;
+	struct archive_table *at = g_new0(struct archive_table, 1);
 	GArray *members;
 	char *what = tree_path(a);
 
-	if (res_table_read(&w, &tab, &err) < 0) {
+	if (a->table) {
+		at->tab = *a->table; /* read at mount */
+		g_free(a->table);
+		a->table = NULL;
+	} else if (res_table_read(&w, &at->tab, &err) < 0) {
 		log_msg(LOG_ERR, "%s: offset %llu: %s", what, (unsigned long long)err.offset, err.msg);
 		g_free(what);
+		g_free(at);
 		return -(err.code == ENOMEM ? ENOMEM : EIO);
 	}
-	an = archive_names_new(&tab, a->size, what);
-	an->pending = 1; /* held while the top directory is built */
-	members = g_array_sized_new(FALSE, FALSE, sizeof(struct member), tab.hdr.count);
-	for (uint32_t i = 0; i < tab.hdr.count; i++)
-		if (an->path_at[i] != UINT32_MAX)
-			g_array_append_val(members, ((struct member){ i, an->path_at[i] }));
-	*out = build_dir(t, an, a, a, (const struct member *)(void *)members->data, members->len);
+	at->refs = 1; /* held while the top directory is built */
+	members = g_array_sized_new(FALSE, FALSE, sizeof(struct member), at->tab.hdr.count);
+	for (uint32_t i = 0; i < at->tab.hdr.count; i++) {
+		const struct res_entry *e = &at->tab.entries[i];
+
+		if (res_entry_faults(&at->tab, i, a->size) & RES_FAULT_NAME)
+			log_msg(LOG_WARNING, "%s: entry %u: name at %u+%u is outside the name block; skipped",
+				what, i, e->name_off, e->name_len);
+		else
+			g_array_append_val(members, ((struct member){ i, e->name_off }));
+	}
+	*out = build_dir(t, at, a, a, (const struct member *)(void *)members->data, members->len);
 	g_array_unref(members);
-	archive_names_unref(an);
+	archive_table_unref(at);
 	g_free(what);
 	return 0;
 }
@@ -678,6 +773,23 @@ uint64_t tree_node_count(struct tree *t)
 	return t->nodes + 1;
 }
 
+/* The table of a mounted archive is read before the mount goes to the
+ * background, so that a bad one is reported on the terminal. */
+static int read_root_table(struct tree *t, int fd, uint64_t len, const char *path)
+{
+	struct res_window w = { fd, 0, len };
+	struct res_error err = { 0 };
+	struct res_table *tab = g_new0(struct res_table, 1);
+
+	if (res_table_read(&w, tab, &err) < 0) {
+		log_msg(LOG_ERR, "%s: offset %llu: %s", path, (unsigned long long)err.offset, err.msg);
+		g_free(tab);
+		return -err.code;
+	}
+	t->root.table = tab;
+	return 0;
+}
+
 struct tree *tree_open(const char *path, int *err)
 {
 	struct tree *t = g_new0(struct tree, 1);
@@ -691,7 +803,6 @@ struct tree *tree_open(const char *path, int *err)
 	g_mutex_init(&t->lock);
 	t->root.name = g_string_chunk_insert(t->names, base);
 	t->root.ino = 1;
-	t->root.plain_fd = -1;
 	g_free(base);
 	if (!t->src_path || stat(path, &st) < 0) {
 		*err = errno;
@@ -721,7 +832,9 @@ struct tree *tree_open(const char *path, int *err)
 			log_msg(LOG_ERR, "%s: %s", path, strerror(errno));
 			goto fail;
 		}
-		rc = probe_archive(fd, 0, (uint64_t)st.st_size, 1, path);
+		rc = probe_archive(fd, 0, (uint64_t)st.st_size, path, "cannot be opened");
+		if (rc == 0)
+			rc = read_root_table(t, fd, (uint64_t)st.st_size, path);
 		if (rc != 0) {
 			if (rc > 0)
 				log_msg(LOG_ERR, "%s: offset 0: not a folder or a RES archive (no 3C E2 9C 01 magic)", path);
@@ -744,6 +857,10 @@ void tree_free(struct tree *t)
 {
 	if (!t)
 		return;
+	if (t->root.kind == NODE_ARCHIVE && t->root.table) {
+		res_table_free(t->root.table);
+		g_free(t->root.table);
+	}
 	for (guint i = 0; i < t->dirs->len; i++) {
 		struct tree_dir *d = t->dirs->pdata[i];
 

@@ -28,6 +28,7 @@ struct tree_dir {
 	uint32_t count;
 	int error;                  /* errno when the directory could not be read */
 	struct tree_node *child;    /* count nodes, in no particular order */
+	uint32_t capacity;          /* room in child while the directory is built */
 	uint32_t *index;            /* open addressing by lowered name: child + 1 */
 	uint32_t mask;              /* index size - 1 */
 };
@@ -48,6 +49,7 @@ struct tree_node {
 	union {
 		int plain_fd;                /* PLAIN: opened on first read, -1 before */
 		struct pending_dir *pending; /* VDIR: what it holds, until first use */
+		struct res_table *table;     /* ARCHIVE: read at mount, until first use */
 	};
 };
 
