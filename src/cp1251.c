@@ -25,18 +25,18 @@ static const unsigned short cp1251_high[128] = {
 size_t cp1251_to_utf8(const char *in, size_t len, const char *escape, GString *out)
 {
 	size_t escaped = 0;
-	unsigned char must_escape[128] = { 0 };
+	unsigned char must_escape[256] = { 0 };
 
 	if (escape) {
 		must_escape[0] = 1;
-		for (const char *e = escape; *e; e++)
-			must_escape[*e & 0x7F] = 1;
+		for (const unsigned char *e = (const unsigned char *)escape; *e; e++)
+			must_escape[*e] = 1;
 	}
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)in[i];
 		gunichar u = c < 0x80 ? c : cp1251_high[c - 0x80];
 
-		if (u == 0 || (c < 0x80 && must_escape[c])) {
+		if (u == 0 || must_escape[c]) {
 			g_string_append_printf(out, "%%%02X", c);
 			escaped++;
 		} else if (u < 0x80) {

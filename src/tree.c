@@ -390,8 +390,10 @@ static int is_nested_archive(struct tree_node *n, const struct tree_node *archiv
 			what, TREE_MAX_DEPTH);
 		ok = 0;
 	}
+	/* A window that starts where an enclosing archive starts holds that
+	 * archive's own header: the archive would contain itself. */
 	for (const struct tree_node *a = archive; ok && a; a = a->parent)
-		if (a->kind == NODE_ARCHIVE && a->offset == n->offset && a->size == n->size) {
+		if (a->kind == NODE_ARCHIVE && a->offset == n->offset) {
 			log_msg(LOG_WARNING, "%s: archive contains itself (offset %llu); shown as a file",
 				what, (unsigned long long)n->offset);
 			ok = 0;

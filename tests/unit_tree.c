@@ -1,0 +1,552 @@
+/* The tree of folders and (nested) archives (src/tree.c), on temporary
+ * files. */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "helpers.h"
+#include "res.h"
+#include "tree.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = h_tmpdir();
+}
+
+static void teardown(void)
+{
+	h_tmpdir_remove(dir);
+	dir = NULL;
+}
+
+TestSuite(tree, .init = setup, .fini = teardown);
+
+static GByteArray *pack(const struct h_item *items, uint32_t n)
+{
+	struct res_error err = { 0 };
+	GByteArray *a = h_pack(items, n, 1, 0, &err);
+
+	cr_assert_not_null(a, "pack: %s", err.msg);
+	return a;
+}
+
+/* Writes a to dir/name and frees it; returns the path. */
+static char *put(const char *name, GByteArray *a)
+{
+	char *path = h_write_file(dir, name, a->data, a->len);
+
+	g_byte_array_unref(a);
+	return path;
+}
+
+static struct tree *open_tree(const char *path)
+{
+	int err = 0;
+	struct tree *t = tree_open(path, &err);
+
+	cr_assert_not_null(t, "tree_open %s: %s", path, strerror(err));
+	return t;
+}
+
+static struct tree_node *child(struct tree *t, struct tree_node *d, const char *name)
+{
+	int err = 0;
+	struct tree_node *n = tree_lookup(t, d, name, &err);
+
+	cr_assert_not_null(n, "%s not found in %s: %s", name, d->name, strerror(err));
+	return n;
+}
+
+static struct tree_node *at(struct tree *t, const char *path)
+{
+	int err = 0;
+	struct tree_node *n = tree_resolve(t, tree_root(t), path, &err);
+
+	cr_assert_not_null(n, "%s: %s", path, strerror(err));
+	return n;
+}
+
+/* The whole contents of a file node, NUL-terminated. */
+static char *contents(struct tree *t, struct tree_node *n)
+{
+	char *buf = g_malloc(n->size + 1);
+	ssize_t got = tree_read(t, n, buf, n->size, 0);
+
+	cr_assert_eq(got, (ssize_t)n->size, "%s: read %zd of %llu", n->name, got,
+		     (unsigned long long)n->size);
+	buf[got] = '\0';
+	return buf;
+}
+
+static void expect_contents(struct tree *t, struct tree_node *n, const char *want)
+{
+	char *got = contents(t, n);
+
+	cr_assert_str_eq(got, want, "%s", n->name);
+	g_free(got);
+}
+
+static uint32_t child_count(struct tree *t, struct tree_node *d)
+{
+	const struct tree_dir *td;
+
+	cr_assert_eq(tree_children(t, d, &td), 0, "%s", d->name);
+	return td->count;
+}
+
+Test(tree, nested_archive_is_a_directory)
+{
+	static const struct h_item inner_items[] = {
+		{ "a.txt", H_STR("hello"), 1000 },
+		{ "b.txt", H_STR("world!"), 2000 },
+	};
+	GByteArray *inner = pack(inner_items, 2);
+	struct h_item outer_items[] = {
+		{ "inner.res", inner->data, inner->len, 3000 },
+		{ "x.txt", H_STR("outer"), 4000 },
+	};
+	char *path = put("outer.res", pack(outer_items, 2));
+	struct tree *t = open_tree(path);
+	struct tree_node *root = tree_root(t), *in, *a, *b;
+	struct stat st;
+	char buf[16];
+
+	cr_assert_eq(root->kind, NODE_ARCHIVE);
+	cr_assert_eq(root->ino, 1);
+	cr_assert_eq(child_count(t, root), 2);
+	in = child(t, root, "inner.res");
+	cr_assert_eq(in->kind, NODE_ARCHIVE);
+	cr_assert(tree_is_dir(in));
+	cr_assert_eq(in->depth, 1);
+	cr_assert_eq(in->size, inner->len);
+	tree_stat(t, in, &st);
+	cr_assert(S_ISDIR(st.st_mode));
+	cr_assert_eq(st.st_mtime, 3000);
+	cr_assert_eq(child_count(t, in), 2);
+
+	a = child(t, in, "a.txt");
+	cr_assert_eq(a->kind, NODE_ENTRY);
+	cr_assert_eq(a->depth, 1);
+	expect_contents(t, a, "hello");
+	tree_stat(t, a, &st);
+	cr_assert(S_ISREG(st.st_mode));
+	cr_assert_eq(st.st_size, 5);
+	cr_assert_eq(st.st_mtime, 1000);
+	cr_assert_eq(st.st_mode & 0222, 0, "read-only");
+
+	b = at(t, "inner.res/b.txt");
+	cr_assert_eq(tree_read(t, b, buf, 3, 2), 3);
+	cr_assert_eq(memcmp(buf, "rld", 3), 0);
+	cr_assert_eq(tree_read(t, b, buf, sizeof buf, 0), 6, "clamped to the entry");
+	cr_assert_eq(tree_read(t, b, buf, sizeof buf, 6), 0);
+	cr_assert_eq(tree_read(t, b, buf, sizeof buf, 1000), 0);
+	expect_contents(t, at(t, "x.txt"), "outer");
+	{
+		char *p = tree_path(b);
+
+		cr_assert_str_eq(p, "outer.res/inner.res/b.txt");
+		g_free(p);
+	}
+	cr_assert_eq(tree_read(t, in, buf, sizeof buf, 0), -EISDIR);
+	{
+		const struct tree_dir *td;
+
+		cr_assert_eq(tree_children(t, a, &td), -ENOTDIR);
+	}
+	tree_free(t);
+	g_byte_array_unref(inner);
+	g_free(path);
+}
+
+Test(tree, backslash_names_are_directories)
+{
+	static const struct h_item items[] = {
+		{ "z3q1\\quest.reg", H_STR("reg"), 1 },
+		{ "z3q1\\map.txt", H_STR("map"), 2 },
+		{ "Z3Q1\\Deep\\x.txt", H_STR("x"), 3 },
+		{ "top.txt", H_STR("t"), 4 },
+	};
+	char *path = put("q.mq", pack(items, 4));
+	struct tree *t = open_tree(path);
+	struct tree_node *root = tree_root(t), *v, *deep;
+
+	cr_assert_eq(child_count(t, root), 2, "top.txt and one directory for both cases");
+	v = child(t, root, "z3q1");
+	cr_assert_eq(v->kind, NODE_VDIR);
+	cr_assert(tree_is_dir(v));
+	cr_assert_eq(g_ascii_strcasecmp(v->name, "z3q1"), 0, "%s", v->name);
+	cr_assert_eq(child_count(t, v), 3);
+	expect_contents(t, child(t, v, "quest.reg"), "reg");
+	expect_contents(t, child(t, v, "map.txt"), "map");
+	deep = child(t, v, "deep");
+	cr_assert_eq(deep->kind, NODE_VDIR);
+	cr_assert_str_eq(deep->name, "Deep");
+	expect_contents(t, at(t, "Z3Q1/DEEP/X.TXT"), "x");
+	expect_contents(t, at(t, "top.txt"), "t");
+	tree_free(t);
+	g_free(path);
+}
+
+Test(tree, lookup_ignores_ascii_case_and_prefers_the_exact_one)
+{
+	static const struct h_item items[] = { { "Readme.TXT", H_STR("r"), 1 } };
+	struct tree *t;
+	struct tree_node *root;
+	const struct tree_dir *td;
+	int err = 0;
+	char *path;
+
+	g_free(h_write_file(dir, "d/Foo", H_STR("1")));
+	g_free(h_write_file(dir, "d/FOO", H_STR("2")));
+	g_free(h_write_file(dir, "d/foo", H_STR("3")));
+	g_free(h_write_file(dir, "d/bar", H_STR("4")));
+	path = g_build_filename(dir, "d", NULL);
+	t = open_tree(path);
+	root = tree_root(t);
+	cr_assert_eq(root->kind, NODE_FOLDER);
+	expect_contents(t, child(t, root, "Foo"), "1");
+	expect_contents(t, child(t, root, "FOO"), "2");
+	expect_contents(t, child(t, root, "foo"), "3");
+	cr_assert_eq(g_ascii_strcasecmp(child(t, root, "fOO")->name, "foo"), 0);
+	cr_assert_str_eq(child(t, root, "BAR")->name, "bar");
+	cr_assert_null(tree_lookup(t, root, "baz", &err));
+	cr_assert_eq(err, ENOENT);
+	cr_assert_eq(tree_children(t, root, &td), 0);
+	cr_assert_eq(td->count, 4);
+	{
+		unsigned seen = 0;
+
+		for (uint32_t i = 0; i < td->count; i++)
+			for (unsigned k = 0; k < 4; k++)
+				if (strcmp(td->child[i].name, (const char *const[]){ "Foo", "FOO", "foo", "bar" }[k]) == 0)
+					seen |= 1u << k;
+		cr_assert_eq(seen, 15, "every name listed once");
+	}
+	tree_free(t);
+	g_free(path);
+
+	path = put("r.res", pack(items, 1));
+	t = open_tree(path);
+	cr_assert_str_eq(child(t, tree_root(t), "readme.txt")->name, "Readme.TXT");
+	cr_assert_str_eq(child(t, tree_root(t), "README.TXT")->name, "Readme.TXT");
+	tree_free(t);
+	g_free(path);
+}
+
+Test(tree, case_duplicates_get_the_slot_number)
+{
+	static const struct h_file f[] = {
+		{ "abc", H_STR("1"), -1, 0 },
+		{ "ABC", H_STR("2"), -1, 0 },
+		{ "Abc", H_STR("3"), -1, 0 },
+		{ "dir", H_STR("4"), -1, 0 },
+		{ "DIR\\x", H_STR("5"), -1, 0 },
+	};
+	char *path = put("dup.res", h_archive(f, 5));
+	struct tree *t = open_tree(path);
+	struct tree_node *root = tree_root(t), *d;
+
+	cr_assert_eq(child_count(t, root), 5);
+	expect_contents(t, child(t, root, "abc"), "1");
+	expect_contents(t, child(t, root, "ABC~1"), "2");
+	expect_contents(t, child(t, root, "Abc~2"), "3");
+	cr_assert_str_eq(child(t, root, "ABC")->name, "abc", "the only case variant left");
+	d = child(t, root, "dir");
+	cr_assert_eq(d->kind, NODE_ENTRY);
+	expect_contents(t, d, "4");
+	d = child(t, root, "DIR~4");
+	cr_assert_eq(d->kind, NODE_VDIR);
+	expect_contents(t, child(t, d, "x"), "5");
+	tree_free(t);
+	g_free(path);
+}
+
+Test(tree, archive_containing_itself_is_a_file)
+{
+	static const struct h_file f[] = {
+		{ "self.res", H_STR(""), -1, 0 },
+		{ "a.txt", H_STR("a"), -1, 0 },
+	};
+	GByteArray *self = h_archive(f, 2), *inner = h_archive(f, 2), *trail = h_archive(f, 2);
+	struct h_item outer_items[] = { { "inner.res", NULL, 0, 0 } };
+	struct tree *t;
+	struct tree_node *n;
+	char *path, *path2, *path3, buf[4];
+
+	/* the top archive: self.res is the whole file */
+	h_put_u32(self, h_entry_at(self, 0) + H_OFFSET, 0);
+	h_put_u32(self, h_entry_at(self, 0) + H_LENGTH, self->len);
+	/* the same made to be nested: again its own whole window */
+	h_put_u32(inner, h_entry_at(inner, 0) + H_OFFSET, 0);
+	h_put_u32(inner, h_entry_at(inner, 0) + H_LENGTH, inner->len);
+	outer_items[0].data = inner->data;
+	outer_items[0].len = inner->len;
+	path2 = put("outer.res", pack(outer_items, 1));
+	path = put("self.res", self);
+
+	t = open_tree(path);
+	n = child(t, tree_root(t), "self.res");
+	cr_assert_eq(n->kind, NODE_ENTRY);
+	cr_assert(!tree_is_dir(n));
+	cr_assert_eq(tree_read(t, n, buf, 4, 0), 4);
+	cr_assert_eq(memcmp(buf, "\x3c\xe2\x9c\x01", 4), 0);
+	expect_contents(t, child(t, tree_root(t), "a.txt"), "a");
+	tree_free(t);
+
+	/* a window one byte shorter than the file, which has one byte of
+	 * trailing junk: the same header and table again, never ending */
+	h_put_u32(trail, h_entry_at(trail, 0) + H_OFFSET, 0);
+	h_put_u32(trail, h_entry_at(trail, 0) + H_LENGTH, trail->len);
+	h_put(trail, trail->len, "", 1);
+	path3 = put("trail.res", trail);
+	t = open_tree(path3);
+	n = child(t, tree_root(t), "self.res");
+	cr_assert_eq(n->kind, NODE_ENTRY);
+	cr_assert_eq(n->size, tree_root(t)->size - 1);
+	tree_free(t);
+
+	t = open_tree(path2);
+	n = at(t, "inner.res");
+	cr_assert_eq(n->kind, NODE_ARCHIVE);
+	n = at(t, "inner.res/self.res");
+	cr_assert_eq(n->kind, NODE_ENTRY);
+	cr_assert_eq(n->size, inner->len);
+	expect_contents(t, at(t, "inner.res/a.txt"), "a");
+	tree_free(t);
+	g_byte_array_unref(inner);
+	g_free(path);
+	g_free(path2);
+	g_free(path3);
+}
+
+Test(tree, nesting_stops_at_the_maximum_depth)
+{
+	enum { LEVELS = TREE_MAX_DEPTH + 4 };
+	static const struct h_item leaf[] = { { "leaf.txt", H_STR("leaf"), 0 } };
+	GByteArray *a = pack(leaf, 1);
+	struct tree *t;
+	struct tree_node *n;
+	char *path, buf[4];
+
+	for (int level = 1; level < LEVELS; level++) {
+		struct h_item items[] = { { "n.res", a->data, a->len, (uint32_t)level } };
+		GByteArray *up = pack(items, 1);
+
+		g_byte_array_unref(a);
+		a = up;
+	}
+	path = put("deep.res", a);
+	t = open_tree(path);
+	n = tree_root(t);
+	cr_assert_eq(n->depth, 0);
+	for (int d = 1; d <= TREE_MAX_DEPTH; d++) {
+		n = child(t, n, "n.res");
+		cr_assert_eq(n->kind, NODE_ARCHIVE, "level %d", d);
+		cr_assert_eq(n->depth, d);
+	}
+	n = child(t, n, "n.res");
+	cr_assert_eq(n->kind, NODE_ENTRY, "level %d is shown as a file", TREE_MAX_DEPTH + 1);
+	cr_assert_eq(tree_read(t, n, buf, 4, 0), 4);
+	cr_assert_eq(memcmp(buf, "\x3c\xe2\x9c\x01", 4), 0);
+	tree_free(t);
+	g_free(path);
+}
+
+Test(tree, entries_past_the_end_give_eio)
+{
+	static const struct h_file f[] = {
+		{ "good.txt", H_STR("ok"), -1, 0 },
+		{ "bad.txt", H_STR("bad"), -1, 0 },
+		{ "lost.txt", H_STR("lost"), -1, 0 },
+		{ "far.res", H_STR("far"), -1, 0 },
+	};
+	GByteArray *a = h_archive(f, 4);
+	struct tree *t;
+	struct tree_node *n;
+	char *path, buf[8];
+	int fd;
+	size_t len = 1;
+	uint64_t pos;
+
+	h_put_u32(a, h_entry_at(a, 1) + H_LENGTH, 65535);
+	h_put_u32(a, h_entry_at(a, 2) + H_NAME_OFF, 1000);
+	h_put_u32(a, h_entry_at(a, 3) + H_OFFSET, 0xFFFFFFFF);
+	path = put("oob.res", a);
+	t = open_tree(path);
+	cr_assert_eq(child_count(t, tree_root(t)), 3, "the entry without a name is left out");
+	expect_contents(t, child(t, tree_root(t), "good.txt"), "ok");
+	n = child(t, tree_root(t), "bad.txt");
+	cr_assert_eq(n->kind, NODE_ENTRY);
+	cr_assert_eq(n->size, 65535);
+	cr_assert_eq(n->faults, RES_FAULT_DATA);
+	cr_assert_eq(tree_read(t, n, buf, sizeof buf, 0), -EIO);
+	cr_assert_eq(tree_data(t, n, 0, &len, &fd, &pos), -EIO);
+	n = child(t, tree_root(t), "far.res");
+	cr_assert_eq(n->kind, NODE_ENTRY, "a faulty entry is never opened as an archive");
+	cr_assert_eq(tree_read(t, n, buf, sizeof buf, 0), -EIO);
+	tree_free(t);
+	g_free(path);
+}
+
+Test(tree, folder_shows_broken_archives_as_files)
+{
+	static const struct h_item items[] = { { "a.txt", H_STR("a"), 0 } };
+	GByteArray *huge = g_byte_array_new(), *good = pack(items, 1), *with_broken;
+	struct h_item outer[] = {
+		{ "broken.res", NULL, 0, 0 },
+		{ "ok.mod", good->data, good->len, 0 },
+	};
+	struct tree *t;
+	struct tree_node *root, *n;
+	char *got;
+
+	h_put_header(huge, RES_MAGIC, 10000000, 16, 0);
+	h_put(huge, 99, "", 1);
+	outer[0].data = huge->data;
+	outer[0].len = huge->len;
+	with_broken = pack(outer, 2);
+	g_free(h_write_file(dir, "bad.res", huge->data, huge->len));
+	g_free(h_write_file(dir, "text.res", H_STR("not an archive at all")));
+	g_free(h_write_file(dir, "short.mq", H_STR("\x3c\xe2\x9c")));
+	g_free(h_write_file(dir, "notes.txt", H_STR("notes")));
+	g_free(h_write_file(dir, "good.res", with_broken->data, with_broken->len));
+	g_free(h_write_file(dir, "sub/inner.mq", good->data, good->len));
+
+	t = open_tree(dir);
+	root = tree_root(t);
+	cr_assert_eq(root->kind, NODE_FOLDER);
+	cr_assert_eq(child_count(t, root), 6);
+	n = child(t, root, "bad.res");
+	cr_assert_eq(n->kind, NODE_PLAIN);
+	cr_assert_eq(n->size, 100);
+	got = contents(t, n);
+	cr_assert_eq(memcmp(got, huge->data, 100), 0, "passed through byte for byte");
+	g_free(got);
+	cr_assert_eq(child(t, root, "text.res")->kind, NODE_PLAIN);
+	expect_contents(t, child(t, root, "text.res"), "not an archive at all");
+	cr_assert_eq(child(t, root, "short.mq")->kind, NODE_PLAIN);
+	cr_assert_eq(child(t, root, "notes.txt")->kind, NODE_PLAIN);
+	cr_assert_eq(child(t, root, "good.res")->kind, NODE_ARCHIVE);
+	cr_assert_eq(child(t, root, "sub")->kind, NODE_FOLDER);
+	cr_assert_eq(at(t, "sub/inner.mq")->kind, NODE_ARCHIVE);
+	expect_contents(t, at(t, "sub/inner.mq/a.txt"), "a");
+	n = at(t, "good.res/broken.res");
+	cr_assert_eq(n->kind, NODE_ENTRY, "a nested archive with a broken header is a file");
+	cr_assert_eq(n->size, 100);
+	cr_assert_eq(at(t, "good.res/ok.mod")->kind, NODE_ARCHIVE);
+	expect_contents(t, at(t, "good.res/ok.mod/a.txt"), "a");
+	tree_free(t);
+	g_byte_array_unref(huge);
+	g_byte_array_unref(good);
+	g_byte_array_unref(with_broken);
+}
+
+Test(tree, members_without_extension_are_archives_only_in_anm_and_bon)
+{
+	static const struct h_item track[] = { { "frame", H_STR("f"), 0 } };
+	GByteArray *inner = pack(track, 1);
+	struct h_item items[] = {
+		{ "track", inner->data, inner->len, 0 },
+		{ "track.txt", inner->data, inner->len, 0 },
+	};
+	struct tree *t;
+
+	g_free(put("x.anm", pack(items, 2)));
+	g_free(put("x.BON", pack(items, 2)));
+	g_free(put("x.res", pack(items, 2)));
+	t = open_tree(dir);
+	cr_assert_eq(at(t, "x.anm/track")->kind, NODE_ARCHIVE);
+	expect_contents(t, at(t, "x.anm/track/frame"), "f");
+	cr_assert_eq(at(t, "x.BON/track")->kind, NODE_ARCHIVE);
+	cr_assert_eq(at(t, "x.anm/track.txt")->kind, NODE_ENTRY);
+	cr_assert_eq(at(t, "x.res/track")->kind, NODE_ENTRY);
+	tree_free(t);
+	g_byte_array_unref(inner);
+}
+
+Test(tree, stored_names_that_cannot_be_paths)
+{
+	static const struct h_file f[] = {
+		{ "a/b", H_STR("slash"), -1, 0 },
+		{ "..", H_STR("dotdot"), -1, 0 },
+		{ "", H_STR("empty"), -1, 0 },
+		{ "\\x\\\\y\\", H_STR("xy"), -1, 0 },
+		{ "\xca\xee\xe6\xe0", H_STR("leather"), -1, 0 },
+	};
+	char *path = put("names.res", h_archive(f, 5));
+	struct tree *t = open_tree(path);
+
+	cr_assert_eq(child_count(t, tree_root(t)), 5);
+	expect_contents(t, at(t, "a%2Fb"), "slash");
+	expect_contents(t, at(t, "%2E%2E"), "dotdot");
+	expect_contents(t, at(t, "%EMPTY"), "empty");
+	expect_contents(t, at(t, "x/y"), "xy");
+	expect_contents(t, at(t, "Кожа"), "leather");
+	tree_free(t);
+	g_free(path);
+}
+
+Test(tree, inode_numbers_are_stable)
+{
+	static const char *const paths[] = { "a.res", "a.res/d", "a.res/d/x.txt", "a.res/D~2",
+					     "a.res/in.res", "a.res/in.res/y.txt", "sub", "sub/f.txt" };
+	static const struct h_item inner_items[] = { { "y.txt", H_STR("y"), 0 } };
+	GByteArray *inner = pack(inner_items, 1);
+	struct h_file f[] = {
+		{ "d\\x.txt", H_STR("x"), -1, 0 },
+		{ "in.res", NULL, 0, -1, 0 },
+		{ "D", H_STR("file"), -1, 0 },
+	};
+	uint64_t ino[G_N_ELEMENTS(paths)];
+	struct tree *t1, *t2;
+
+	f[1].data = inner->data;
+	f[1].len = inner->len;
+	g_free(put("a.res", h_archive(f, 3)));
+	g_free(h_write_file(dir, "sub/f.txt", H_STR("f")));
+	t1 = open_tree(dir);
+	t2 = open_tree(dir);
+	cr_assert_eq(tree_root(t1)->ino, 1);
+	cr_assert_eq(tree_root(t2)->ino, 1);
+	/* visit in different orders */
+	for (size_t i = 0; i < G_N_ELEMENTS(paths); i++)
+		ino[i] = at(t1, paths[i])->ino;
+	for (size_t i = G_N_ELEMENTS(paths); i-- > 0;)
+		cr_assert_eq(at(t2, paths[i])->ino, ino[i], "%s", paths[i]);
+	for (size_t i = 0; i < G_N_ELEMENTS(paths); i++) {
+		cr_assert_gt(ino[i], 1, "%s", paths[i]);
+		for (size_t j = i + 1; j < G_N_ELEMENTS(paths); j++)
+			cr_assert_neq(ino[i], ino[j], "%s and %s", paths[i], paths[j]);
+	}
+	tree_free(t1);
+	tree_free(t2);
+	g_byte_array_unref(inner);
+}
+
+Test(tree, sources_that_cannot_be_opened)
+{
+	char *missing = g_build_filename(dir, "missing", NULL);
+	char *plain = h_write_file(dir, "plain.res", H_STR("not an archive"));
+	GByteArray *b = g_byte_array_new();
+	char *broken;
+	int err = 0;
+
+	h_put_header(b, RES_MAGIC, 0xFFFFFF, 16, 0);
+	broken = h_write_file(dir, "huge.res", b->data, b->len);
+	cr_assert_null(tree_open(missing, &err));
+	cr_assert_eq(err, ENOENT);
+	err = 0;
+	cr_assert_null(tree_open(plain, &err));
+	cr_assert_eq(err, EINVAL);
+	err = 0;
+	cr_assert_null(tree_open(broken, &err));
+	cr_assert_eq(err, EINVAL);
+	g_byte_array_unref(b);
+	g_free(missing);
+	g_free(plain);
+	g_free(broken);
+}
