@@ -75,22 +75,11 @@ int res_header_decode(const unsigned char *buf, uint64_t archive_len,
 	return 0;
 }
 
-int res_table_decode(const struct res_header *h, const unsigned char *buf,
-		     struct res_table *t, struct res_error *err)
+static void decode_entries(const unsigned char *buf, uint32_t n, struct res_entry *out)
 {
-	size_t table_len = (size_t)h->count * RES_ENTRY_SIZE;
-
-	memset(t, 0, sizeof *t);
-	t->hdr = *h;
-	t->entries = calloc(h->count ? h->count : 1, sizeof *t->entries);
-	t->names = malloc(h->names_len ? h->names_len : 1);
-	if (!t->entries || !t->names) {
-		res_table_free(t);
-		return fail(err, ENOMEM, 4, "no memory for a table of %u entries", h->count);
-	}
-	for (uint32_t i = 0; i < h->count; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		const unsigned char *p = buf + (size_t)i * RES_ENTRY_SIZE;
-		struct res_entry *e = &t->entries[i];
+		struct res_entry *e = &out[i];
 
 		e->next = (int32_t)get_u32(p);
 		e->length = get_u32(p + 4);
@@ -99,7 +88,28 @@ int res_table_decode(const struct res_header *h, const unsigned char *buf,
 		e->name_len = get_u16(p + 16);
 		e->name_off = get_u32(p + 18);
 	}
-	memcpy(t->names, buf + table_len, h->names_len);
+}
+
+static int table_alloc(const struct res_header *h, struct res_table *t, struct res_error *err)
+{
+	memset(t, 0, sizeof *t);
+	t->hdr = *h;
+	t->entries = malloc(sizeof *t->entries * (h->count ? h->count : 1));
+	t->names = malloc(h->names_len ? h->names_len : 1);
+	if (!t->entries || !t->names) {
+		res_table_free(t);
+		return fail(err, ENOMEM, 4, "no memory for a table of %u entries", h->count);
+	}
+	return 0;
+}
+
+int res_table_decode(const struct res_header *h, const unsigned char *buf,
+		     struct res_table *t, struct res_error *err)
+{
+	if (table_alloc(h, t, err) < 0)
+		return -1;
+	decode_entries(buf, h->count, t->entries);
+	memcpy(t->names, buf + (size_t)h->count * RES_ENTRY_SIZE, h->names_len);
 	return 0;
 }
 
@@ -134,10 +144,10 @@ static int read_exact(int fd, void *buf, size_t len, uint64_t off)
 
 int res_table_read(const struct res_window *w, struct res_table *t, struct res_error *err)
 {
-	unsigned char hdr[RES_HEADER_SIZE];
+	enum { CHUNK = 2048 }; /* entries decoded per read: the raw table is never held whole */
+	unsigned char hdr[RES_HEADER_SIZE], *buf;
+	uint64_t names_at;
 	struct res_header h;
-	unsigned char *buf;
-	size_t len;
 	int rc;
 
 	memset(t, 0, sizeof *t);
@@ -147,20 +157,27 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 	rc = read_exact(w->fd, hdr, sizeof hdr, w->base);
 	if (rc < 0)
 		return fail(err, -rc, 0, "cannot read header: %s", strerror(-rc));
-	if (res_header_decode(hdr, w->len, &h, err) < 0)
+	if (res_header_decode(hdr, w->len, &h, err) < 0 || table_alloc(&h, t, err) < 0)
 		return -1;
-	len = (size_t)h.count * RES_ENTRY_SIZE + h.names_len;
-	buf = malloc(len ? len : 1);
-	if (!buf)
-		return fail(err, ENOMEM, 4, "no memory for a table of %u entries", h.count);
-	rc = read_exact(w->fd, buf, len, w->base + h.table_offset);
+	buf = malloc(CHUNK * RES_ENTRY_SIZE);
+	rc = buf ? 0 : -ENOMEM;
+	for (uint32_t i = 0; rc == 0 && i < h.count; i += CHUNK) {
+		uint32_t n = h.count - i < CHUNK ? h.count - i : CHUNK;
+
+		rc = read_exact(w->fd, buf, (size_t)n * RES_ENTRY_SIZE,
+				w->base + h.table_offset + (uint64_t)i * RES_ENTRY_SIZE);
+		if (rc == 0)
+			decode_entries(buf, n, t->entries + i);
+	}
+	free(buf);
+	names_at = (uint64_t)h.table_offset + (uint64_t)h.count * RES_ENTRY_SIZE;
+	if (rc == 0)
+		rc = read_exact(w->fd, t->names, h.names_len, w->base + names_at);
 	if (rc < 0) {
-		free(buf);
+		res_table_free(t);
 		return fail(err, -rc, h.table_offset, "cannot read table: %s", strerror(-rc));
 	}
-	rc = res_table_decode(&h, buf, t, err);
-	free(buf);
-	return rc;
+	return 0;
 }
 
 void res_table_free(struct res_table *t)

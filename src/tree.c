@@ -82,6 +82,9 @@ static struct tree_source *source_new(struct tree *t, int fd, const char *path)
 {
 	struct tree_source *s = g_new0(struct tree_source, 1);
 
+	/* members are mostly read whole, front to back: a longer readahead
+	 * keeps the disk busy while FUSE hands out one request at a time */
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	s->fd = fd;
 	s->path = g_strdup(path);
 	g_ptr_array_add(t->sources, s);
