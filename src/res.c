@@ -94,7 +94,7 @@ static int table_alloc(const struct res_header *h, struct res_table *t, struct r
 {
 	memset(t, 0, sizeof *t);
 	t->hdr = *h;
-	t->entries = malloc(sizeof *t->entries * (h->count ? h->count : 1));
+	t->entries = calloc(h->count ? h->count : 1, sizeof *t->entries); /* padding zeroed: tables compare with memcmp */
 	t->names = malloc(h->names_len ? h->names_len : 1);
 	if (!t->entries || !t->names) {
 		res_table_free(t);
