@@ -1,0 +1,1 @@
+/* adb: see adb.h */

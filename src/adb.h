@@ -1,0 +1,3 @@
+#ifndef EIFS_ADB_H
+#define EIFS_ADB_H
+#endif

@@ -1,0 +1,3 @@
+#ifndef EIFS_DB_H
+#define EIFS_DB_H
+#endif

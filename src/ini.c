@@ -1,0 +1,1 @@
+/* ini: see ini.h */

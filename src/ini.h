@@ -1,0 +1,3 @@
+#ifndef EIFS_INI_H
+#define EIFS_INI_H
+#endif

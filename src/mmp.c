@@ -1,0 +1,1 @@
+/* mmp: see mmp.h */

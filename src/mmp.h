@@ -1,0 +1,3 @@
+#ifndef EIFS_MMP_H
+#define EIFS_MMP_H
+#endif

@@ -1,0 +1,1 @@
+/* mob: see mob.h */

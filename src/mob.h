@@ -1,0 +1,3 @@
+#ifndef EIFS_MOB_H
+#define EIFS_MOB_H
+#endif

@@ -1,0 +1,3 @@
+#ifndef EIFS_MODELS_H
+#define EIFS_MODELS_H
+#endif

@@ -1,0 +1,1 @@
+/* mpr: see mpr.h */

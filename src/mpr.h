@@ -1,0 +1,3 @@
+#ifndef EIFS_MPR_H
+#define EIFS_MPR_H
+#endif

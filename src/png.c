@@ -1,0 +1,1 @@
+/* png: see png.h */

@@ -1,0 +1,3 @@
+#ifndef EIFS_PNG_H
+#define EIFS_PNG_H
+#endif

@@ -1,0 +1,1 @@
+/* reg: see reg.h */

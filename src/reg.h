@@ -1,0 +1,3 @@
+#ifndef EIFS_REG_H
+#define EIFS_REG_H
+#endif
