@@ -4,15 +4,26 @@
 # .mpr .mq) becomes that archive; a folder whose name ends in '@' becomes
 # an archive named without the '@' (the extensionless clips of .anm files).
 # Innermost archives are packed first, so nesting works at any depth.
+# Game files are made from their sources first, by eifs' own writers
+# (demo/mkasset): NAME.FORMAT.LEVELS.png -> NAME.mmp, NAME.reg.ini -> NAME.reg.
 # Every entry gets the same timestamp, so the output is reproducible.
 set -eu
-src=$1 out=$2 eifs=$3
+src=$1 out=$2 eifs=$3 mkasset=$4
 stamp=1000000000   # 2001-09-09, the game's era
 
 rm -rf "$out.tmp"
 mkdir -p "$(dirname "$out")"
 cp -R "$src" "$out.tmp"
 find "$out.tmp" -name .gitkeep -delete
+find "$out.tmp" -name '*.png' | while IFS= read -r png; do
+	base=${png%.png}; levels=${base##*.}; base=${base%.*}; format=${base##*.}; name=${base%.*}
+	"$mkasset" mmp "$format" "$levels" "$png" "$name.mmp"
+	rm "$png"
+done
+find "$out.tmp" -name '*.reg.ini' | while IFS= read -r ini; do
+	"$mkasset" reg "$ini" "${ini%.ini}"
+	rm "$ini"
+done
 # deepest first: sort by depth, longest path first
 find "$out.tmp" -mindepth 1 -type d | awk '{ print gsub("/", "/"), $0 }' | sort -rn | cut -d' ' -f2- |
 while IFS= read -r dir; do

@@ -20,6 +20,7 @@ int cmd_cat(int argc, char **argv);
 int cmd_extract(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 /* Opens ARCHIVE[/PATH] (or FOLDER[/PATH]): the longest prefix that exists
  * on disk is opened, the rest is looked up inside.  Returns NULL after

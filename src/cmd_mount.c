@@ -20,8 +20,30 @@ struct mount_args {
 	const char *mnt;
 	GString *fuse_opts;  /* -o options passed on to the kernel/libfuse */
 	double timeout;
+	uint64_t cache_size;  /* bytes of converted views kept in memory */
 	int foreground, debug, single_thread;
 };
+
+/* "256M", "1G", "65536": a byte count with an optional K/M/G suffix. */
+static int parse_bytes(const char *text, uint64_t *out)
+{
+	char *end;
+	guint64 v = g_ascii_strtoull(text, &end, 10);
+	unsigned shift = 0;
+
+	if (end == text)
+		return -1;
+	switch (g_ascii_toupper(*end)) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = v << shift;
+	return 0;
+}
 
 /* Splits one -o list: eifs' own options are taken, the rest passed on. */
 static int take_options(struct mount_args *m, const char *list)
@@ -38,6 +60,11 @@ static int take_options(struct mount_args *m, const char *list)
 			m->timeout = g_ascii_strtod(*o + 8, &end);
 			if (end == *o + 8 || *end || !isfinite(m->timeout) || m->timeout < 0) {
 				fprintf(stderr, "eifs: bad option '%s' (seconds expected)\n", *o);
+				rc = -1;
+			}
+		} else if (g_str_has_prefix(*o, "cache_size=")) {
+			if (parse_bytes(*o + 11, &m->cache_size) < 0) {
+				fprintf(stderr, "eifs: bad option '%s' (bytes expected, e.g. 256M)\n", *o);
 				rc = -1;
 			}
 		} else if (!strcmp(*o, "rw") || !strcmp(*o, "ro")) {
@@ -149,7 +176,7 @@ static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
 
 int cmd_mount(int argc, char **argv, int helper_form)
 {
-	struct mount_args m = { .fuse_opts = g_string_new(NULL), .timeout = 86400 };
+	struct mount_args m = { .fuse_opts = g_string_new(NULL), .timeout = 86400, .cache_size = 128u << 20 };
 	struct fs fs = { 0 };
 	struct fuse_session *se = NULL;
 	struct stat st;
@@ -162,9 +189,11 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	log_set_debug(m.debug);
 	raise_fd_limit();
 	fs.timeout = m.timeout;
+	fs.views = view_cache_new(m.cache_size);
 	fs.tree = tree_open(m.src, &err);
 	if (!fs.tree) {
 		fprintf(stderr, "eifs: cannot mount %s: %s\n", m.src, strerror(err));
+		view_cache_free(fs.views);
 		g_string_free(m.fuse_opts, TRUE);
 		return EXIT_NO_SOURCE;
 	}
@@ -198,6 +227,7 @@ out:
 	if (se)
 		fuse_session_destroy(se);
 	tree_free(fs.tree);
+	view_cache_free(fs.views);
 	g_string_free(m.fuse_opts, TRUE);
 	return status;
 }

@@ -16,6 +16,9 @@
 #include "names.h"
 #include "res.h"
 #include "res_check.h"
+#include "mmp.h"
+#include "view_cache.h"
+#include "views.h"
 
 static int has_res_magic(const char *path)
 {
@@ -85,8 +88,13 @@ static void print_long(const struct tree_node *n, const char *path)
 	printf("%s %12llu %s %s\n", mode, (unsigned long long)n->size, when, path);
 }
 
-static void print_node(const struct tree_node *n, const char *path, int lng)
+/* The offline commands convert views as the mount does: on demand. */
+static struct view_cache *views;
+
+static void print_node(struct tree *t, struct tree_node *n, const char *path, int lng)
 {
+	if (lng && n->kind == NODE_VIEW)
+		view_cache_size(views, t, n);
 	if (lng)
 		print_long(n, path);
 	else
@@ -119,7 +127,7 @@ static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, i
 		struct tree_node *n = sorted[i];
 		char *path = *prefix ? g_strconcat(prefix, "/", n->name, NULL) : g_strdup(n->name);
 
-		print_node(n, recursive ? path : n->name, lng);
+		print_node(t, n, recursive ? path : n->name, lng);
 		if (recursive && tree_is_dir(n) && list_dir(t, n, path, lng, 1) != EXIT_OK)
 			status = EXIT_PROBLEMS;
 		g_free(path);
@@ -148,6 +156,7 @@ int cmd_ls(int argc, char **argv)
 		fprintf(stderr, "eifs ls: which archive or folder?\n");
 		return EXIT_USAGE;
 	}
+	views = view_cache_new(64u << 20);
 	for (int i = optind - 1; i < argc; i++) {
 		struct tree *t = NULL;
 		struct tree_node *n = cli_open_path(argv[i], &t);
@@ -155,23 +164,42 @@ int cmd_ls(int argc, char **argv)
 		if (!n)
 			status = t ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
 		else if (!tree_is_dir(n))
-			print_node(n, argv[i], lng);
+			print_node(t, n, argv[i], lng);
 		else if (list_dir(t, n, "", lng, recursive) != EXIT_OK)
 			status = EXIT_PROBLEMS;
 		tree_free(t);
 	}
+	view_cache_free(views);
 	return status;
 }
 
 /* ---- cat ---------------------------------------------------------------- */
 
+static int write_view(struct tree *t, struct tree_node *n, const char *arg, FILE *to)
+{
+	struct format_error err = { 0 };
+	GByteArray *out = NULL;
+	int rc = view_convert(t, n, &out, &err);
+
+	if (rc < 0)
+		fprintf(stderr, "eifs: %s: cannot make the %s view: offset %llu: %s\n", arg,
+			view_label(n->view), (unsigned long long)err.offset, err.msg);
+	else if (fwrite(out->data, 1, out->len, to) != out->len)
+		rc = -1;
+	g_byte_array_unref(out);
+	return rc < 0 ? EXIT_PROBLEMS : EXIT_OK;
+}
+
 static int cat_node(struct tree *t, struct tree_node *n, const char *arg)
 {
 	enum { CHUNK = 1 << 20 };
-	char *buf = g_malloc(CHUNK);
+	char *buf;
 	uint64_t off = 0;
 	ssize_t got;
 
+	if (n->kind == NODE_VIEW)
+		return write_view(t, n, arg, stdout);
+	buf = g_malloc(CHUNK);
 	while ((got = tree_read(t, n, buf, CHUNK, off)) > 0) {
 		if (fwrite(buf, 1, (size_t)got, stdout) != (size_t)got) {
 			g_free(buf);
@@ -211,6 +239,93 @@ int cmd_cat(int argc, char **argv)
 	}
 	if (fflush(stdout) != 0)
 		status = EXIT_PROBLEMS;
+	return status;
+}
+
+/* ---- convert ------------------------------------------------------------ */
+
+/* The first view made from n (n may be a view itself). */
+static struct tree_node *view_of(struct tree *t, struct tree_node *n)
+{
+	const struct tree_dir *d;
+
+	if (n->kind == NODE_VIEW || !n->parent || tree_children(t, n->parent, &d) < 0)
+		return n->kind == NODE_VIEW ? n : NULL;
+	for (uint32_t i = 0; i < d->count; i++)
+		if (d->child[i].kind == NODE_VIEW && view_source(&d->child[i]) == n)
+			return &d->child[i];
+	return NULL;
+}
+
+/* A mip level other than the base: the PNG of that level of an MMP. */
+static int write_mip_level(struct tree *t, struct tree_node *src, unsigned level, const char *arg, FILE *to)
+{
+	struct format_error err = { 0 };
+	GByteArray *in = g_byte_array_sized_new((guint)src->size), *out = g_byte_array_new();
+	ssize_t got;
+	int rc;
+
+	g_byte_array_set_size(in, (guint)src->size);
+	got = tree_read(t, src, in->data, in->len, 0);
+	rc = got < 0 ? format_fail(&err, (int)-got, 0, "%s", g_strerror((int)-got))
+		     : mmp_to_png(in->data, (size_t)got, level, out, &err);
+	if (rc < 0)
+		fprintf(stderr, "eifs: %s: level %u: offset %llu: %s\n", arg, level,
+			(unsigned long long)err.offset, err.msg);
+	else if (fwrite(out->data, 1, out->len, to) != out->len)
+		rc = -1;
+	g_byte_array_unref(in);
+	g_byte_array_unref(out);
+	return rc < 0 ? EXIT_PROBLEMS : EXIT_OK;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	static const struct option longopts[] = { { "level", required_argument, NULL, 'l' }, { NULL, 0, NULL, 0 } };
+	struct tree *t = NULL;
+	struct tree_node *n, *v;
+	guint64 level = 0;
+	const char *out_name;
+	FILE *to;
+	int c, status;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc + 1, argv - 1, "", longopts, NULL)) != -1) {
+		if (c != 'l' || !g_ascii_string_to_unsigned(optarg, 10, 0, 15, &level, NULL)) {
+			fprintf(stderr, "eifs convert: usage: eifs convert [--level N] FILE|ARCHIVE/PATH [OUT|-]\n");
+			return EXIT_USAGE;
+		}
+	}
+	argc -= optind - 1;
+	argv += optind - 1;
+	if (argc < 1 || argc > 2) {
+		fprintf(stderr, "eifs convert: usage: eifs convert [--level N] FILE|ARCHIVE/PATH [OUT|-]\n");
+		return EXIT_USAGE;
+	}
+	n = cli_open_path(argv[0], &t);
+	v = n ? view_of(t, n) : NULL;
+	if (!v || (level && !names_has_ext(view_source(v)->name, "mmp"))) {
+		if (n)
+			fprintf(stderr, "eifs: %s: %s\n", argv[0], level ? "no mip levels: not an MMP texture"
+									: "no converted view for this file");
+		tree_free(t);
+		return n ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
+	}
+	out_name = argc == 2 ? argv[1] : v->name;
+	to = strcmp(out_name, "-") == 0 ? stdout : fopen(out_name, "wb");
+	if (!to) {
+		fprintf(stderr, "eifs: %s: %s\n", out_name, strerror(errno));
+		tree_free(t);
+		return EXIT_PROBLEMS;
+	}
+	status = level ? write_mip_level(t, view_source(v), (unsigned)level, argv[0], to)
+		       : write_view(t, v, argv[0], to);
+	if ((to != stdout && fclose(to) != 0) || (to == stdout && fflush(stdout) != 0))
+		status = EXIT_PROBLEMS;
+	if (status != EXIT_OK && to != stdout)
+		unlink(out_name);
+	tree_free(t);
 	return status;
 }
 

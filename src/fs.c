@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 
 #include "log.h"
+#include "views.h"
 
 /* Nodes never move or die while mounted, so a node's address is its id. */
 static struct tree_node *node_of(fuse_req_t req, fuse_ino_t ino)
@@ -21,8 +22,17 @@ static fuse_ino_t id_of(struct fs *fs, struct tree_node *n)
 	return n == tree_root(fs->tree) ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
 }
 
+/* A view's size is exact before its first read: from the source's header,
+ * or by converting it now (small text views). */
+static void settle_size(struct fs *fs, struct tree_node *n)
+{
+	if (n->kind == NODE_VIEW)
+		view_cache_size(fs->views, fs->tree, n);
+}
+
 static void fill_entry(struct fs *fs, struct tree_node *n, struct fuse_entry_param *e)
 {
+	settle_size(fs, n);
 	memset(e, 0, sizeof *e);
 	e->ino = id_of(fs, n);
 	e->generation = 1;
@@ -71,9 +81,11 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	struct tree_node *n = node_of(req, ino);
 	struct stat st;
 
-	tree_stat(fs->tree, node_of(req, ino), &st);
+	settle_size(fs, n);
+	tree_stat(fs->tree, n, &st);
 	fuse_reply_attr(req, &st, fs->timeout);
 }
 
@@ -111,6 +123,12 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
+static int view_known_cheaply(struct fs *fs, struct tree_node *n)
+{
+	return __atomic_load_n(&n->size, __ATOMIC_ACQUIRE) != TREE_SIZE_UNKNOWN
+	       || view_size_from_header(fs->tree, n) == 0;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 {
 	struct fs *fs = fuse_req_userdata(req);
@@ -132,7 +150,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 		struct tree_node *n = &d->child[i];
 		size_t len;
 
-		if (plus) {
+		if (plus && n->kind == NODE_VIEW && !view_known_cheaply(fs, n)) {
+			/* no attributes: a listing must not convert; a stat will */
+			struct fuse_entry_param e = { .attr = { .st_ino = n->ino, .st_mode = n->mode } };
+
+			len = fuse_add_direntry_plus(req, buf + used, size - used, n->name, &e, i + 1);
+		} else if (plus) {
 			struct fuse_entry_param e;
 
 			fill_entry(fs, n, &e);
@@ -162,13 +185,31 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	do_readdir(req, ino, size, off, 1);
 }
 
-static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+static void read_view(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t size, off_t off)
 {
-	struct fs *fs = fuse_req_userdata(req);
+	int err = 0;
+	GBytes *bytes = view_cache_get(fs->views, fs->tree, n, &err);
+	gsize len;
+	const char *data;
+
+	if (!bytes) {
+		fuse_reply_err(req, err ? err : EIO);
+		return;
+	}
+	data = g_bytes_get_data(bytes, &len);
+	if ((uint64_t)off >= len)
+		size = 0;
+	else if (size > len - (uint64_t)off)
+		size = len - (size_t)off;
+	fuse_reply_buf(req, size ? data + off : NULL, size);
+	g_bytes_unref(bytes);
+}
+
+static void read_file(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t size, off_t off)
+{
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	uint64_t pos;
-	int fd, rc = tree_data(fs->tree, node_of(req, ino), (uint64_t)off, &buf.buf[0].size, &fd, &pos);
+	int fd, rc = tree_data(fs->tree, n, (uint64_t)off, &buf.buf[0].size, &fd, &pos);
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -179,6 +220,18 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	buf.buf[0].fd = fd;
 	buf.buf[0].pos = (off_t)pos;
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct tree_node *n = node_of(req, ino);
+
+	if (n->kind == NODE_VIEW)
+		read_view(req, fs, n, size, off);
+	else
+		read_file(req, fs, n, size, off);
 }
 
 static void fs_statfs(fuse_req_t req, fuse_ino_t ino)

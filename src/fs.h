@@ -6,11 +6,13 @@
 #include <fuse_lowlevel.h>
 
 #include "tree.h"
+#include "view_cache.h"
 
 struct fs {
 	struct tree *tree;
 	double timeout;  /* kernel cache time for entries and attributes, s */
 	int no_open;     /* the kernel opens files and folders without asking */
+	struct view_cache *views;
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;

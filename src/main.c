@@ -13,6 +13,8 @@ void cli_usage(FILE *to)
 	      "  eifs cat ARCHIVE/PATH...                      write entries to standard output\n"
 	      "  eifs extract ARCHIVE [DIR]                    unpack the entries of one archive\n"
 	      "  eifs check ARCHIVE                            validate bounds and hash chains\n"
+	      "  eifs convert [--level N] FILE|ARCHIVE/PATH [OUT|-]\n"
+	      "                                                write a converted view (x.png of x.mmp...)\n"
 	      "  eifs pack [--dedup] [--no-align] [--time T] DIR OUT.res\n"
 	      "                                                build an archive as the game's tools do\n"
 	      "  eifs --help | --version\n"
@@ -27,6 +29,7 @@ int main(int argc, char **argv)
 	} commands[] = {
 		{ "umount", cmd_umount }, { "ls", cmd_ls }, { "cat", cmd_cat },
 		{ "extract", cmd_extract }, { "check", cmd_check }, { "pack", cmd_pack },
+		{ "convert", cmd_convert },
 	};
 
 	if (argc < 2) {

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "names.h"
 #include "res.h"
+#include "views.h"
 
 struct tree {
 	struct tree_node root;
@@ -245,6 +246,57 @@ static int probe_archive(int fd, uint64_t off, uint64_t len, const char *what,
 	return 0;
 }
 
+/* ---- views ------------------------------------------------------------ */
+
+struct view_name {
+	uint32_t source;
+	unsigned type;
+	char *name;
+};
+
+static void collect_view(void *ctx, unsigned type, const char *name)
+{
+	struct view_name v = { 0, type, g_strdup(name) };
+
+	g_array_append_val((GArray *)ctx, v);
+}
+
+/* Adds the views of every file of d once its real children are in; a real
+ * entry of the same name always wins. */
+static void add_views(struct tree *t, struct tree_dir *d, struct tree_node *dir)
+{
+	GArray *views = g_array_new(FALSE, FALSE, sizeof(struct view_name));
+
+	for (uint32_t i = 0; i < d->count; i++) {
+		guint before = views->len;
+
+		views_for(t, &d->child[i], dir, collect_view, views);
+		for (guint k = before; k < views->len; k++)
+			g_array_index(views, struct view_name, k).source = i;
+	}
+	for (guint k = 0; k < views->len; k++) {
+		struct view_name *v = &g_array_index(views, struct view_name, k);
+		struct tree_node *n, *src;
+
+		if (!dir_find(d, v->name)) {
+			n = dir_next_child(d); /* may move the children: src after it */
+			src = &d->child[v->source];
+			node_init(t, n, dir, v->name);
+			n->kind = NODE_VIEW;
+			n->view = (uint8_t)v->type;
+			n->source = v->source;
+			n->size = TREE_SIZE_UNKNOWN;
+			n->src = src->src;
+			n->mtime = src->mtime;
+			n->depth = src->depth;
+			n->mode = S_IFREG | (src->mode & 0444);
+			dir_index_add(d, d->count++, name_hash(n->name));
+		}
+		g_free(v->name);
+	}
+	g_array_unref(views);
+}
+
 /* ---- folders ------------------------------------------------------------ */
 
 static void folder_child(struct tree *t, struct tree_node *n, const char *path, const struct stat *st)
@@ -312,6 +364,7 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 		td->count++;
 		g_free(child_path);
 	}
+	add_views(t, td, dir);
 	dir_finish(t, td);
 	*out = td;
 out:
@@ -570,6 +623,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 	if (renamed)
 		g_hash_table_destroy(renamed);
 	g_string_free(scratch, TRUE);
+	add_views(t, d, dir);
 	dir_finish(t, d);
 	g_free(what);
 	return d;
@@ -714,6 +768,8 @@ int tree_data(struct tree *t, struct tree_node *n, uint64_t off, size_t *len, in
 {
 	if (tree_is_dir(n))
 		return -EISDIR;
+	if (n->kind == NODE_VIEW)
+		return -EINVAL; /* made by a conversion, see views.h */
 	if (n->kind == NODE_ENTRY && n->faults)
 		return -EIO;
 	if (off >= n->size)
@@ -762,9 +818,9 @@ void tree_stat(const struct tree *t, const struct tree_node *n, struct stat *st)
 	st->st_nlink = tree_is_dir(n) ? 2 : 1;
 	st->st_uid = t->uid;
 	st->st_gid = t->gid;
-	st->st_size = (off_t)n->size;
+	st->st_size = n->size == TREE_SIZE_UNKNOWN ? 0 : (off_t)n->size;
 	st->st_blksize = 4096;
-	st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+	st->st_blocks = (blkcnt_t)(((uint64_t)st->st_size + 511) / 512);
 	st->st_mtime = st->st_ctime = st->st_atime = (time_t)n->mtime;
 }
 

@@ -17,6 +17,7 @@ enum tree_kind {
 	NODE_ARCHIVE, /* a RES archive, shown as a directory */
 	NODE_PLAIN,   /* a real file passed through */
 	NODE_ENTRY,   /* a file inside an archive */
+	NODE_VIEW,    /* a converted view of the file beside it (views.h) */
 };
 
 struct tree_source {
@@ -37,7 +38,7 @@ struct tree_node {
 	struct tree_node *parent;   /* NULL for the root */
 	const char *name;           /* UTF-8 */
 	uint64_t ino;               /* stable across mounts: a hash of the path */
-	uint64_t size;
+	uint64_t size;              /* VIEW: TREE_SIZE_UNKNOWN until converted or read from a header */
 	uint64_t offset;            /* ENTRY, ARCHIVE: absolute offset in src */
 	int64_t mtime;
 	struct tree_source *src;    /* ENTRY, ARCHIVE, VDIR: the file holding it */
@@ -46,16 +47,19 @@ struct tree_node {
 	uint8_t kind;
 	uint8_t depth;              /* archive nesting level */
 	uint8_t faults;             /* RES_FAULT_* of an entry */
+	uint8_t view;               /* VIEW: its type in the table of views.c */
 	union {
 		int plain_fd;                /* PLAIN: opened on first read, -1 before */
 		struct pending_dir *pending; /* VDIR: what it holds, until first use */
 		struct res_table *table;     /* ARCHIVE: read at mount, until first use */
+		uint32_t source;             /* VIEW: the source's index in the same directory */
 	};
 };
 
 struct tree;
 
 enum { TREE_MAX_DEPTH = 16 };
+#define TREE_SIZE_UNKNOWN UINT64_MAX
 
 /* Opens SRC (a folder or one archive) and parses the tables of the archives
  * at its top level.  Returns NULL with *err (an errno) after logging why. */

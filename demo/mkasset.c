@@ -1,0 +1,101 @@
+/* Builds the demo's binary game files from their text and PNG sources with
+ * eifs' own writers (never copies of game files):
+ *   mkasset mmp FORMAT LEVELS in.png out.mmp   FORMAT: dxt1 dxt3 pnt3 565 1555 4444 8888
+ *   mkasset reg in.ini out.reg */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <glib.h>
+
+#include "format_error.h"
+#include "ini.h"
+#include "mmp.h"
+#include "pngio.h"
+
+static int fail(const char *what, const struct format_error *err)
+{
+	fprintf(stderr, "mkasset: %s: offset %llu: %s\n", what, (unsigned long long)err->offset, err->msg);
+	return 1;
+}
+
+static int write_file(const char *path, const GByteArray *data)
+{
+	GError *error = NULL;
+
+	if (!g_file_set_contents(path, (const char *)data->data, data->len, &error)) {
+		fprintf(stderr, "mkasset: %s\n", error->message);
+		g_error_free(error);
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_format(const char *name, enum mmp_format *f)
+{
+	static const struct { const char *name; enum mmp_format f; } formats[] = {
+		{ "dxt1", MMP_DXT1 }, { "dxt3", MMP_DXT3 }, { "pnt3", MMP_PNT3 }, { "565", MMP_R5G6B5 },
+		{ "1555", MMP_A1R5G5B5 }, { "4444", MMP_A4R4G4B4 }, { "8888", MMP_A8R8G8B8 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(formats); i++)
+		if (strcmp(name, formats[i].name) == 0) {
+			*f = formats[i].f;
+			return 0;
+		}
+	return -1;
+}
+
+static int make_mmp(const char *format, const char *levels, const char *in, const char *out)
+{
+	struct format_error err = { 0 };
+	GByteArray *mmp = g_byte_array_new();
+	unsigned char *rgba = NULL;
+	enum mmp_format f;
+	uint32_t w, h;
+	gchar *png;
+	gsize len;
+	int rc = 1;
+
+	if (parse_format(format, &f) < 0 || !g_file_get_contents(in, &png, &len, NULL)) {
+		fprintf(stderr, "mkasset: bad format '%s' or unreadable %s\n", format, in);
+		return 1;
+	}
+	if (png_read_rgba((const unsigned char *)png, len, &rgba, &w, &h, &err) < 0)
+		rc = fail(in, &err);
+	else if (mmp_encode(rgba, w, h, f, (unsigned)atoi(levels), mmp, &err) < 0)
+		rc = fail(out, &err);
+	else
+		rc = write_file(out, mmp);
+	g_free(png);
+	g_free(rgba);
+	g_byte_array_unref(mmp);
+	return rc;
+}
+
+static int make_reg(const char *in, const char *out)
+{
+	struct format_error err = { 0 };
+	GByteArray *reg = g_byte_array_new();
+	gchar *text;
+	gsize len;
+	int rc;
+
+	if (!g_file_get_contents(in, &text, &len, NULL)) {
+		fprintf(stderr, "mkasset: cannot read %s\n", in);
+		return 1;
+	}
+	rc = ini_to_reg_bytes(text, len, reg, &err) < 0 ? fail(in, &err) : write_file(out, reg);
+	g_free(text);
+	g_byte_array_unref(reg);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 6 && strcmp(argv[1], "mmp") == 0)
+		return make_mmp(argv[2], argv[3], argv[4], argv[5]);
+	if (argc == 4 && strcmp(argv[1], "reg") == 0)
+		return make_reg(argv[2], argv[3]);
+	fprintf(stderr, "usage: mkasset mmp FORMAT LEVELS in.png out.mmp | mkasset reg in.ini out.reg\n");
+	return 64;
+}

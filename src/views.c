@@ -1,0 +1,227 @@
+#include "views.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "adb.h"
+#include "db.h"
+#include "ini.h"
+#include "mmp.h"
+#include "mob.h"
+#include "models.h"
+#include "mpr.h"
+#include "names.h"
+
+typedef int (*text_fn)(const unsigned char *data, size_t len, GString *out, struct format_error *err);
+
+static int mmp_png(const char *name, const unsigned char *d, size_t n, GByteArray *out, struct format_error *err)
+{
+	return mmp_to_png(d, n, 0, out, err);
+}
+
+static int mmp_png_size0(const unsigned char *hdr, size_t n, uint64_t *size, struct format_error *err)
+{
+	return mmp_png_size(hdr, n, 0, size, err);
+}
+
+static int db_jsonl(const char *name, const unsigned char *d, size_t n, GByteArray *out, struct format_error *err)
+{
+	GString *s = g_string_new(NULL);
+	int rc = db_to_jsonl(name, d, n, s, err);
+
+	g_byte_array_append(out, (const guint8 *)s->str, (guint)s->len);
+	g_string_free(s, TRUE);
+	return rc;
+}
+
+/* ---- which files get views ------------------------------------------------ */
+
+/* The archive a member sits in (NULL for a file of a folder). */
+static const struct tree_node *archive_of(const struct tree_node *dir)
+{
+	for (; dir; dir = dir->parent)
+		if (dir->kind == NODE_ARCHIVE)
+			return dir;
+		else if (dir->kind == NODE_FOLDER)
+			return NULL;
+	return NULL;
+}
+
+static int has_ext(const struct tree_node *n)
+{
+	return strchr(n->name, '.') != NULL;
+}
+
+/* Parts of composite models carry no extension: what they are follows from
+ * the archive they are in (FORMATS 7.1). */
+static int is_mod_part(const struct tree_node *src, const struct tree_node *dir, int lnk)
+{
+	const struct tree_node *a = archive_of(dir);
+	size_t stem;
+
+	if (has_ext(src) || !a || a != dir || !names_has_ext(a->name, "mod"))
+		return 0;
+	stem = strlen(a->name) - 4;
+	return lnk == (strlen(src->name) == stem && g_ascii_strncasecmp(src->name, a->name, stem) == 0);
+}
+
+static int claims_fig_part(struct tree *t, const struct tree_node *src, const struct tree_node *dir)
+{
+	return is_mod_part(src, dir, 0);
+}
+
+static int claims_lnk_part(struct tree *t, const struct tree_node *src, const struct tree_node *dir)
+{
+	return is_mod_part(src, dir, 1);
+}
+
+static int claims_bon_part(struct tree *t, const struct tree_node *src, const struct tree_node *dir)
+{
+	const struct tree_node *a = archive_of(dir);
+
+	return !has_ext(src) && a == dir && names_has_ext(a->name, "bon");
+}
+
+/* raw tracks: parts of a clip, the clip an extensionless archive in a .anm */
+static int claims_anm_track(struct tree *t, const struct tree_node *src, const struct tree_node *dir)
+{
+	const struct tree_node *clip = archive_of(dir);
+	const struct tree_node *anm = clip ? archive_of(clip->parent) : NULL;
+
+	return !has_ext(src) && clip == dir && !has_ext(clip) && anm && names_has_ext(anm->name, "anm");
+}
+
+static int claims_db(struct tree *t, const struct tree_node *src, const struct tree_node *dir)
+{
+	return db_is_database(src->name);
+}
+
+/* .mp is also the multiplayer character format: only map headers count */
+static int claims_map_header(struct tree *t, const struct tree_node *src, const struct tree_node *dir)
+{
+	static const unsigned char magic[4] = { 0x72, 0xF6, 0x4A, 0xCE };
+	unsigned char head[4];
+
+	return names_has_ext(src->name, "mp") && tree_read(t, (struct tree_node *)src, head, 4, 0) == 4
+	       && memcmp(head, magic, 4) == 0;
+}
+
+/* ---- the table ------------------------------------------------------------- */
+
+struct view_type {
+	const char *label;
+	const char *ext;       /* source extension, or NULL when claims decides */
+	int (*claims)(struct tree *t, const struct tree_node *src, const struct tree_node *dir);
+	int replace_ext;       /* x.mmp -> x.png, rather than x.adb -> x.adb.txt */
+	const char *suffix;
+	text_fn text;          /* a text view, or ... */
+	int (*binary)(const char *name, const unsigned char *d, size_t n, GByteArray *out, struct format_error *err);
+	size_t header_len;     /* > 0: the size follows from this many bytes */
+	int (*size)(const unsigned char *hdr, size_t n, uint64_t *size, struct format_error *err);
+};
+
+static const struct view_type types[] = {
+	{ "PNG", "mmp", NULL, 1, ".png", NULL, mmp_png, 76, mmp_png_size0 },
+	{ "INI", "reg", NULL, 1, ".ini", reg_bytes_to_ini, NULL, 0, NULL },
+	{ "JSON Lines", NULL, claims_db, 0, ".jsonl", NULL, db_jsonl, 0, NULL },
+	{ "ADB text", "adb", NULL, 0, ".txt", adb_to_text, NULL, 0, NULL },
+	{ "MOB text", "mob", NULL, 0, ".txt", mob_to_text, NULL, 0, NULL },
+	{ "MOB script", "mob", NULL, 0, ".script.txt", mob_script_to_text, NULL, 0, NULL },
+	{ "LNK text", "lnk", NULL, 0, ".txt", lnk_to_text, NULL, 0, NULL },
+	{ "LNK text", NULL, claims_lnk_part, 0, ".lnk.txt", lnk_to_text, NULL, 0, NULL },
+	{ "FIG text", "fig", NULL, 0, ".txt", fig_to_text, NULL, 0, NULL },
+	{ "FIG text", NULL, claims_fig_part, 0, ".fig.txt", fig_to_text, NULL, 0, NULL },
+	{ "BON text", "bon", NULL, 0, ".txt", bon_to_text, NULL, 0, NULL },
+	{ "BON text", NULL, claims_bon_part, 0, ".bon.txt", bon_to_text, NULL, 0, NULL },
+	{ "ANM text", NULL, claims_anm_track, 0, ".anm.txt", anm_to_text, NULL, 0, NULL },
+	{ "CAM text", "cam", NULL, 0, ".txt", cam_to_text, NULL, 0, NULL },
+	{ "MP text", NULL, claims_map_header, 0, ".txt", mp_to_text, NULL, 0, NULL },
+	{ "SEC text", "sec", NULL, 0, ".txt", sec_to_text, NULL, 0, NULL },
+};
+
+const char *view_label(unsigned type)
+{
+	return type < G_N_ELEMENTS(types) ? types[type].label : "?";
+}
+
+void views_for(struct tree *t, struct tree_node *src, const struct tree_node *dir,
+	       void (*add)(void *ctx, unsigned type, const char *name), void *ctx)
+{
+	if (src->kind != NODE_ENTRY && src->kind != NODE_PLAIN)
+		return;
+	for (unsigned i = 0; i < G_N_ELEMENTS(types); i++) {
+		const struct view_type *v = &types[i];
+		GString *name;
+
+		if (v->ext ? !names_has_ext(src->name, v->ext) : !v->claims(t, src, dir))
+			continue;
+		name = g_string_new(src->name);
+		if (v->replace_ext)
+			g_string_truncate(name, (gsize)(strrchr(name->str, '.') - name->str));
+		g_string_append(name, v->suffix);
+		add(ctx, i, name->str);
+		g_string_free(name, TRUE);
+	}
+}
+
+struct tree_node *view_source(const struct tree_node *view)
+{
+	return &view->parent->dir->child[view->source];
+}
+
+int view_size_from_header(struct tree *t, struct tree_node *view)
+{
+	const struct view_type *v = &types[view->view];
+	struct format_error err = { 0 };
+	unsigned char hdr[256];
+	uint64_t size;
+	ssize_t got;
+
+	if (!v->size)
+		return 1;
+	got = tree_read(t, view_source(view), hdr, v->header_len, 0);
+	if (got < 0)
+		return (int)got;
+	if (v->size(hdr, (size_t)got, &size, &err) < 0)
+		return 1; /* a bad header: the conversion will say why */
+	__atomic_store_n(&view->size, size, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int read_source(struct tree *t, struct tree_node *src, GByteArray *buf, struct format_error *err)
+{
+	ssize_t got;
+
+	if (src->size > VIEW_MAX_SOURCE)
+		return format_fail(err, EFBIG, 0, "%llu bytes is more than a view converts (%u MiB)",
+				   (unsigned long long)src->size, VIEW_MAX_SOURCE >> 20);
+	g_byte_array_set_size(buf, (guint)src->size);
+	got = tree_read(t, src, buf->data, buf->len, 0);
+	if (got < 0)
+		return format_fail(err, (int)-got, 0, "cannot read the source: %s", g_strerror((int)-got));
+	g_byte_array_set_size(buf, (guint)got);
+	return 0;
+}
+
+int view_convert(struct tree *t, struct tree_node *view, GByteArray **out, struct format_error *err)
+{
+	const struct view_type *v = &types[view->view];
+	struct tree_node *src = view_source(view);
+	GByteArray *in = g_byte_array_new();
+	int rc = read_source(t, src, in, err);
+
+	*out = g_byte_array_new();
+	if (rc == 0 && v->binary) {
+		rc = v->binary(src->name, in->data, in->len, *out, err);
+	} else if (rc == 0) {
+		GString *text = g_string_new(NULL);
+
+		rc = v->text(in->data, in->len, text, err);
+		g_byte_array_append(*out, (const guint8 *)text->str, (guint)text->len);
+		g_string_free(text, TRUE);
+	}
+	g_byte_array_unref(in);
+	if (rc < 0 && err->code == 0)
+		format_fail(err, EIO, 0, "conversion failed");
+	return rc;
+}

@@ -1,0 +1,35 @@
+/* Converted views: the virtual files shown beside convertible files
+ * (x.png beside x.mmp, x.ini beside x.reg, x.idb.jsonl beside x.idb...).
+ * Which files get which views, under which names, is one table in
+ * views.c.  No FUSE here: the mount and the offline commands share it. */
+#ifndef EIFS_VIEWS_H
+#define EIFS_VIEWS_H
+
+#include <glib.h>
+
+#include "format_error.h"
+#include "tree.h"
+
+/* Calls add(ctx, type, name) for every view the file src gets; dir is
+ * the directory src is in (views of archive members depend on it). */
+void views_for(struct tree *t, struct tree_node *src, const struct tree_node *dir,
+	       void (*add)(void *ctx, unsigned type, const char *name), void *ctx);
+
+/* The file a view is made from. */
+struct tree_node *view_source(const struct tree_node *view);
+
+/* Sets view->size from the source's header when the view type allows it
+ * (textures): returns 0 then, 1 when only a conversion can tell, or a
+ * negative errno. */
+int view_size_from_header(struct tree *t, struct tree_node *view);
+
+/* Reads the source whole and converts it; *out is the caller's. */
+int view_convert(struct tree *t, struct tree_node *view, GByteArray **out, struct format_error *err);
+
+/* What a view type is, for messages: "PNG", "INI"... */
+const char *view_label(unsigned type);
+
+/* The largest source a conversion reads into memory. */
+#define VIEW_MAX_SOURCE (512u << 20)
+
+#endif

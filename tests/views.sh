@@ -1,0 +1,78 @@
+#!/bin/sh
+# Converted views through real mounts: the demo folder and the game samples.
+. "$(dirname "$0")/lib.sh"
+: "${DEMO:?DEMO must point at the built demo folder}"
+[ -e /dev/fuse ] && command -v fusermount3 >/dev/null || skip_all "no /dev/fuse or fusermount3 here"
+E=$EIFS
+M=$WORK/mnt
+
+# every view: stat size before the first read == bytes read == eifs convert
+same_sizes() { # DIR: prints the views whose sizes disagree
+	find "$1" -type f \( -name '*.png' -o -name '*.ini' -o -name '*.jsonl' -o -name '*.txt' \) | while IFS= read -r f; do
+		s=$(stat -c %s "$f"); n=$(wc -c < "$f")
+		[ "$s" = "$n" ] || echo "size $s read $n: $f"
+	done
+}
+
+do_mount "$DEMO" "$M"
+check "PNG views beside every texture" [ -f "$M/textures.res/ground_grass.png" ] && [ -f "$M/textures.res/unmotr_skin.png" ]
+check "the raw texture stays" [ -f "$M/textures.res/ground_grass.mmp" ]
+check "INI view beside a loose REG of the folder" [ -f "$M/config.ini" ]
+check "INI view beside a REG in a backslash directory of a nested archive" [ -f "$M/quests.res/z1q1.mq/z1q1/quest.ini" ]
+(cd "$M" && find . -type f -name '*.png' | sort) > "$WORK/pngs"
+check "seven PNG views in the demo" [ "$(wc -l < "$WORK/pngs")" -eq 7 ]
+same_sizes "$M" > "$WORK/sizes"
+check "stat size of every view equals the bytes read" [ ! -s "$WORK/sizes" ]
+for f in $(cat "$WORK/pngs"); do
+	"$E" convert "$DEMO/$f" "$WORK/conv.png" 2>/dev/null || "$E" convert "$DEMO/${f%.png}.mmp" "$WORK/conv.png"
+	cmp -s "$WORK/conv.png" "$M/$f" || echo "differs: $f"
+done > "$WORK/conv.diff"
+check "PNG views equal eifs convert" [ ! -s "$WORK/conv.diff" ]
+check "PNG views are PNG images" sh -c "file -b '$M/textures.res/ground_grass.png' | grep -q 'PNG image data, 64 x 64, 8-bit/color RGBA'"
+check "the INI view holds the demo's values" grep -qx 'name=Найти Гипат' "$M/quests.res/z1q1.mq/z1q1/quest.ini"
+check "INI floats keep a decimal point" grep -qx 'rate=1.0' "$M/quests.res/z1q1.mq/z1q1/quest.ini"
+check "arrays are repeated keys" [ "$(grep -c '^questplaces=' "$M/quests.res/z1q1.mq/z1q1/quest.ini")" -eq 2 ]
+mkdir "$WORK/copy"
+check "cp -r of a directory of views" cp -r "$M/textures.res" "$WORK/copy/"
+check "copied views keep their sizes" sh -c "cd '$M/textures.res' && for f in *; do cmp -s \"\$f\" '$WORK/copy/textures.res/'\"\$f\" || exit 1; done"
+check "grep -r finds text in the views" sh -c "grep -rl 'questplaces=zone2' '$M' | grep -q quest.ini"
+if command -v gdk-pixbuf-thumbnailer >/dev/null; then
+	gdk-pixbuf-thumbnailer -s 32 "$M/textures.res/spell_rune.png" "$WORK/thumb.png" 2>/dev/null
+	check "a desktop thumbnailer makes a thumbnail of a PNG view" sh -c "file -b '$WORK/thumb.png' | grep -q 'PNG image data'"
+fi
+do_umount "$M"
+
+# a real entry wins over a view of the same name; a texture that does not
+# convert gives EIO and one log line, the rest stays readable
+mkdir -p "$WORK/a"
+printf 'real png' > "$WORK/a/x.png"
+printf 'MMP\000garbage' > "$WORK/a/x.mmp"
+printf 'MMP\000\100\000\000\000\100\000\000\000\001\000\000\000DXT1' > "$WORK/a/bad.mmp"
+"$E" pack "$WORK/a" "$WORK/a.res"
+"$E" mount -f "$WORK/a.res" "$M" 2>"$WORK/bad.log" &
+fg=$!
+MOUNTS="$MOUNTS $M"
+for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
+check "a real entry wins over a view of the same name" [ "$(cat "$M/x.png")" = "real png" ]
+cat "$M/bad.png" > /dev/null 2>"$WORK/bad.err"
+check "a texture that does not convert reads EIO" grep -q 'Input/output error' "$WORK/bad.err"
+check "one log line names archive, entry and reason" [ "$(grep -c 'a.res/bad.png: cannot make the PNG view' "$WORK/bad.log")" -eq 1 ]
+check "its raw file stays readable" cmp -s "$M/bad.mmp" "$WORK/a/bad.mmp"
+check "the mount stays up" [ "$(cat "$M/x.png")" = "real png" ]
+kill -TERM $fg; wait $fg
+
+# the game samples
+if [ -d "${SAMPLES:-}" ]; then
+	do_mount "$SAMPLES" "$M"
+	check "views of the samples: INI, DB, ADB, MP, SEC, models" sh -c "cd '$M' && [ -f config.ini ] && [ -f items.idb.jsonl ] && [ -f unhufe.adb.txt ] && [ -f zonemainmenunew.mpr/ZoneMainMenuNew.MP.txt ] && [ -f zonemainmenunew.mpr/ZoneMainMenuNew000000.SEC.txt ] && [ -f auxData.res/default.mod/default.lnk.txt ]"
+	same_sizes "$M" > "$WORK/sizes2"
+	check "stat size equals bytes read for every view of the samples" [ ! -s "$WORK/sizes2" ]
+	check "grep -r over the database views shows table and record" sh -c "grep -rh '\"table\"' '$M'/*.jsonl | grep -q '\"Weapons\"'"
+	n=$(cd "$M" && find . -name '*.png' | wc -l)
+	check "every texture of auxData.res and redress_100.res has a PNG view ($n)" [ "$n" -ge 50 ]
+	bad=0
+	for f in $(cd "$M" && find . -name '*.png'); do file -b "$M/$f" | grep -q 'PNG image data' || bad=$((bad + 1)); done
+	check "and each is a PNG image" [ "$bad" -eq 0 ]
+	do_umount "$M"
+fi
+finish
