@@ -1,1 +1,0 @@
-/* png: see png.h */

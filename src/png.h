@@ -1,3 +1,0 @@
-#ifndef EIFS_PNG_H
-#define EIFS_PNG_H
-#endif
