@@ -183,7 +183,7 @@ static int write_view(struct tree *t, struct tree_node *n, const char *arg, FILE
 
 	if (rc < 0)
 		fprintf(stderr, "eifs: %s: cannot make the %s view: offset %llu: %s\n", arg,
-			view_label(n->view), (unsigned long long)err.offset, err.msg);
+			view_type_label(n->view), (unsigned long long)err.offset, err.msg);
 	else if (fwrite(out->data, 1, out->len, to) != out->len)
 		rc = -1;
 	g_byte_array_unref(out);

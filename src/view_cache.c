@@ -79,6 +79,15 @@ static void evict(struct view_cache *c, struct cached *keep)
 	}
 }
 
+/* The size a view that failed to convert shows: its source's, so that a
+ * read reaches eifs and gets EIO. */
+static uint64_t failed_size(const struct tree_node *view)
+{
+	uint64_t src = view_source(view)->size;
+
+	return src ? src : 1;
+}
+
 static void convert(struct view_cache *c, struct tree *t, struct cached *e)
 {
 	struct format_error ferr = { 0 };
@@ -91,7 +100,7 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e)
 		char *what = tree_path(e->view);
 
 		log_msg(LOG_ERR, "%s: cannot make the %s view: offset %llu: %s; reads give EIO",
-			what, view_label(e->view->view), (unsigned long long)ferr.offset, ferr.msg);
+			what, view_type_label(e->view->view), (unsigned long long)ferr.offset, ferr.msg);
 		g_free(what);
 	}
 	g_mutex_lock(&c->lock);
@@ -105,7 +114,8 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e)
 	if (e->bytes)
 		__atomic_store_n(&e->view->size, (uint64_t)g_bytes_get_size(e->bytes), __ATOMIC_RELEASE);
 	else if (__atomic_load_n(&e->view->size, __ATOMIC_ACQUIRE) == TREE_SIZE_UNKNOWN)
-		__atomic_store_n(&e->view->size, 0, __ATOMIC_RELEASE); /* reads give EIO */
+		/* not empty, or the kernel would never ask: a read must say EIO */
+		__atomic_store_n(&e->view->size, failed_size(e->view), __ATOMIC_RELEASE);
 	c->bytes += cost(e);
 	g_cond_broadcast(&c->done);
 }

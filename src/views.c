@@ -24,6 +24,12 @@ static int mmp_png_size0(const unsigned char *hdr, size_t n, uint64_t *size, str
 	return mmp_png_size(hdr, n, 0, size, err);
 }
 
+/* A map without a script gets an empty script view, not an error. */
+static int mob_script(const unsigned char *d, size_t n, GString *out, struct format_error *err)
+{
+	return mob_has_script(d, n) ? mob_script_to_text(d, n, out, err) : 0;
+}
+
 static int db_jsonl(const char *name, const unsigned char *d, size_t n, GByteArray *out, struct format_error *err)
 {
 	GString *s = g_string_new(NULL);
@@ -126,7 +132,7 @@ static const struct view_type types[] = {
 	{ "JSON Lines", NULL, claims_db, 0, ".jsonl", NULL, db_jsonl, 0, NULL },
 	{ "ADB text", "adb", NULL, 0, ".txt", adb_to_text, NULL, 0, NULL },
 	{ "MOB text", "mob", NULL, 0, ".txt", mob_to_text, NULL, 0, NULL },
-	{ "MOB script", "mob", NULL, 0, ".script.txt", mob_script_to_text, NULL, 0, NULL },
+	{ "MOB script", "mob", NULL, 0, ".script.txt", mob_script, NULL, 0, NULL },
 	{ "LNK text", "lnk", NULL, 0, ".txt", lnk_to_text, NULL, 0, NULL },
 	{ "LNK text", NULL, claims_lnk_part, 0, ".lnk.txt", lnk_to_text, NULL, 0, NULL },
 	{ "FIG text", "fig", NULL, 0, ".txt", fig_to_text, NULL, 0, NULL },
@@ -139,7 +145,7 @@ static const struct view_type types[] = {
 	{ "SEC text", "sec", NULL, 0, ".txt", sec_to_text, NULL, 0, NULL },
 };
 
-const char *view_label(unsigned type)
+const char *view_type_label(unsigned type)
 {
 	return type < G_N_ELEMENTS(types) ? types[type].label : "?";
 }

@@ -27,7 +27,7 @@ int view_size_from_header(struct tree *t, struct tree_node *view);
 int view_convert(struct tree *t, struct tree_node *view, GByteArray **out, struct format_error *err);
 
 /* What a view type is, for messages: "PNG", "INI"... */
-const char *view_label(unsigned type);
+const char *view_type_label(unsigned type);
 
 /* The largest source a conversion reads into memory. */
 #define VIEW_MAX_SOURCE (512u << 20)

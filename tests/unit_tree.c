@@ -179,7 +179,8 @@ Test(tree, backslash_names_are_directories)
 	cr_assert_eq(v->kind, NODE_VDIR);
 	cr_assert(tree_is_dir(v));
 	cr_assert_eq(g_ascii_strcasecmp(v->name, "z3q1"), 0, "%s", v->name);
-	cr_assert_eq(child_count(t, v), 3);
+	cr_assert_eq(child_count(t, v), 4, "quest.reg, its quest.ini view, map.txt, Deep");
+	cr_assert_eq(child(t, v, "quest.ini")->kind, NODE_VIEW);
 	expect_contents(t, child(t, v, "quest.reg"), "reg");
 	expect_contents(t, child(t, v, "map.txt"), "map");
 	deep = child(t, v, "deep");
