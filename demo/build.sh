@@ -5,7 +5,8 @@
 # an archive named without the '@' (the extensionless clips of .anm files).
 # Innermost archives are packed first, so nesting works at any depth.
 # Game files are made from their sources first, by eifs' own writers
-# (demo/mkasset): NAME.FORMAT.LEVELS.png -> NAME.mmp, NAME.reg.ini -> NAME.reg.
+# (demo/mkasset): NAME.FORMAT.LEVELS.png -> NAME.mmp, NAME.reg.ini -> NAME.reg,
+# NAME.gen -> NAME made by the generator its words name (models, maps).
 # Every entry gets the same timestamp, so the output is reproducible.
 set -eu
 src=$1 out=$2 eifs=$3 mkasset=$4
@@ -19,6 +20,11 @@ find "$out.tmp" -name '*.png' | while IFS= read -r png; do
 	base=${png%.png}; levels=${base##*.}; base=${base%.*}; format=${base##*.}; name=${base%.*}
 	"$mkasset" mmp "$format" "$levels" "$png" "$name.mmp"
 	rm "$png"
+done
+find "$out.tmp" -name '*.gen' | while IFS= read -r gen; do
+	# shellcheck disable=SC2046 # the words of the file are the arguments
+	"$mkasset" gen "${gen%.gen}" $(cat "$gen")
+	rm "$gen"
 done
 find "$out.tmp" -name '*.reg.ini' | while IFS= read -r ini; do
 	"$mkasset" reg "$ini" "${ini%.ini}"

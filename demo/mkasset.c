@@ -1,7 +1,8 @@
 /* Builds the demo's binary game files from their text and PNG sources with
  * eifs' own writers (never copies of game files):
  *   mkasset mmp FORMAT LEVELS in.png out.mmp   FORMAT: dxt1 dxt3 pnt3 565 1555 4444 8888
- *   mkasset reg in.ini out.reg */
+ *   mkasset reg in.ini out.reg
+ *   mkasset gen OUT KIND ARGS...                KIND: lnk fig bon anm mp sec (demo/models.c) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "format_error.h"
 #include "ini.h"
+#include "models_gen.h"
 #include "mmp.h"
 #include "pngio.h"
 
@@ -90,8 +92,38 @@ static int make_reg(const char *in, const char *out)
 	return rc;
 }
 
+static int make_model(const char *out, const char *kind, int argc, char **argv)
+{
+	GByteArray *o = g_byte_array_new();
+	int rc = 0;
+
+	if (strcmp(kind, "lnk") == 0 && argc >= 1)
+		gen_lnk(o, argc, argv);
+	else if (strcmp(kind, "fig") == 0 && argc == 1)
+		gen_fig(o, (float)g_ascii_strtod(argv[0], NULL));
+	else if (strcmp(kind, "bon") == 0 && argc == 3)
+		gen_bon(o, (float)g_ascii_strtod(argv[0], NULL), (float)g_ascii_strtod(argv[1], NULL),
+			(float)g_ascii_strtod(argv[2], NULL));
+	else if (strcmp(kind, "anm") == 0 && argc == 1)
+		gen_anm(o, atoi(argv[0]));
+	else if (strcmp(kind, "mp") == 0 && argc == 0)
+		gen_mp(o);
+	else if (strcmp(kind, "sec") == 0 && argc == 2)
+		gen_sec(o, atoi(argv[0]), atoi(argv[1]));
+	else
+		rc = -1;
+	if (rc < 0)
+		fprintf(stderr, "mkasset: gen: bad kind or arguments: %s\n", kind);
+	else
+		rc = write_file(out, o);
+	g_byte_array_unref(o);
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 4 && strcmp(argv[1], "gen") == 0)
+		return make_model(argv[2], argv[3], argc - 4, argv + 4);
 	if (argc == 6 && strcmp(argv[1], "mmp") == 0)
 		return make_mmp(argv[2], argv[3], argv[4], argv[5]);
 	if (argc == 4 && strcmp(argv[1], "reg") == 0)
