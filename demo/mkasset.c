@@ -2,7 +2,8 @@
  * eifs' own writers (never copies of game files):
  *   mkasset mmp FORMAT LEVELS in.png out.mmp   FORMAT: dxt1 dxt3 pnt3 565 1555 4444 8888
  *   mkasset reg in.ini out.reg
- *   mkasset gen OUT KIND ARGS...                KIND: lnk fig bon anm mp sec (demo/models.c) */
+ *   mkasset gen OUT KIND ARGS...                KIND: lnk fig bon anm mp sec (demo/models.c)
+ *   mkasset synth DIR COUNT SEED                COUNT textures of mixed formats and sizes (bench/) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,8 +121,54 @@ static int make_model(const char *out, const char *kind, int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
+/* A texture that is neither flat nor noise, so every format has work to do. */
+static unsigned char *synth_pixels(uint32_t w, uint32_t h, GRand *rand)
+{
+	unsigned char *rgba = g_malloc((gsize)w * h * 4);
+	int fx = g_rand_int_range(rand, 1, 9), fy = g_rand_int_range(rand, 1, 9);
+
+	for (uint32_t y = 0; y < h; y++)
+		for (uint32_t x = 0; x < w; x++) {
+			unsigned char *p = rgba + ((gsize)y * w + x) * 4;
+
+			p[0] = (unsigned char)(x * fx + y);
+			p[1] = (unsigned char)(y * fy ^ x);
+			p[2] = (unsigned char)((x + y) * 3);
+			p[3] = (unsigned char)((x / 8 + y / 8) % 3 ? 255 : g_rand_int_range(rand, 0, 256));
+		}
+	return rgba;
+}
+
+static int make_synth(const char *dir, int count, guint32 seed)
+{
+	static const enum mmp_format formats[] = { MMP_DXT1, MMP_DXT1, MMP_DXT3, MMP_PNT3, MMP_R5G6B5, MMP_A4R4G4B4 };
+	GRand *rand = g_rand_new_with_seed(seed);
+	int rc = 0;
+
+	for (int i = 0; i < count && rc == 0; i++) {
+		uint32_t w = 64u << g_rand_int_range(rand, 0, 3), h = 64u << g_rand_int_range(rand, 0, 3);
+		enum mmp_format f = formats[g_rand_int_range(rand, 0, G_N_ELEMENTS(formats))];
+		unsigned char *rgba = synth_pixels(w, h, rand);
+		GByteArray *mmp = g_byte_array_new();
+		struct format_error err = { 0 };
+		char *path = g_strdup_printf("%s/tex%05d.mmp", dir, i);
+
+		if (mmp_encode(rgba, w, h, f, f == MMP_PNT3 ? 1 : 0, mmp, &err) < 0)
+			rc = fail(path, &err);
+		else
+			rc = write_file(path, mmp);
+		g_free(path);
+		g_free(rgba);
+		g_byte_array_unref(mmp);
+	}
+	g_rand_free(rand);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 5 && strcmp(argv[1], "synth") == 0)
+		return make_synth(argv[2], atoi(argv[3]), (guint32)strtoul(argv[4], NULL, 10));
 	if (argc >= 4 && strcmp(argv[1], "gen") == 0)
 		return make_model(argv[2], argv[3], argc - 4, argv + 4);
 	if (argc == 6 && strcmp(argv[1], "mmp") == 0)
