@@ -17,6 +17,11 @@ void log_set_debug(int on)
 	debug = on;
 }
 
+int log_debugging(void)
+{
+	return debug;
+}
+
 void log_msg(int priority, const char *fmt, ...)
 {
 	va_list ap;

@@ -7,6 +7,7 @@
 
 void log_to_syslog(void);
 void log_set_debug(int on);
+int log_debugging(void);
 void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

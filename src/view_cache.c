@@ -96,7 +96,12 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e)
 
 	g_mutex_unlock(&c->lock);
 	rc = view_convert(t, e->view, &out, &ferr);
-	if (rc < 0) {
+	if (rc == 0 && log_debugging()) {
+		char *what = tree_path(e->view);
+
+		log_msg(LOG_DEBUG, "%s: %s view made, %u bytes", what, view_type_label(e->view->view), out->len);
+		g_free(what);
+	} else if (rc < 0) {
 		char *what = tree_path(e->view);
 
 		log_msg(LOG_ERR, "%s: cannot make the %s view: offset %llu: %s; reads give EIO",
