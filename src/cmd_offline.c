@@ -33,25 +33,25 @@ static int has_res_magic(const char *path)
 
 struct tree_node *cli_open_path(const char *arg, struct tree **tree)
 {
-	char *disk = g_strdup(arg);
+	char *disk;
 	char *inside;
 	struct tree_node *n;
 	struct stat st;
 	int err = 0;
 
+	if (!strchr(arg, '/') && strcmp(arg, ".") != 0 && !(stat(arg, &st) == 0 && (S_ISDIR(st.st_mode) || has_res_magic(arg)))) {
+		/* a file named without a folder (a view, a plain file): look in "." */
+		char *in_dot = g_strconcat("./", arg, NULL);
+		struct tree_node *found = cli_open_path(in_dot, tree);
+
+		g_free(in_dot);
+		return found;
+	}
+	disk = g_strdup(arg);
 	/* the longest prefix on disk that is a folder or an archive */
 	while (stat(disk, &st) < 0 || (S_ISREG(st.st_mode) && !has_res_magic(disk))) {
 		char *slash = strrchr(disk, '/');
 
-		if (!slash && strcmp(disk, ".") != 0 && stat(disk, &st) == 0) {
-			/* a plain file named without a folder: look it up in "." */
-			char *in_dot = g_strconcat("./", arg, NULL);
-			struct tree_node *found = cli_open_path(in_dot, tree);
-
-			g_free(in_dot);
-			g_free(disk);
-			return found;
-		}
 		if (!slash || slash == disk) {
 			fprintf(stderr, "eifs: %s: %s\n", arg, strerror(ENOENT));
 			g_free(disk);
@@ -175,19 +175,29 @@ int cmd_ls(int argc, char **argv)
 
 /* ---- cat ---------------------------------------------------------------- */
 
-static int write_view(struct tree *t, struct tree_node *n, const char *arg, FILE *to)
+/* The bytes of a view, made as the mount makes them. */
+static GByteArray *view_bytes(struct tree *t, struct tree_node *n, const char *arg)
 {
 	struct format_error err = { 0 };
 	GByteArray *out = NULL;
-	int rc = view_convert(t, n, &out, &err);
 
-	if (rc < 0)
+	if (view_convert(t, n, &out, &err) < 0) {
 		fprintf(stderr, "eifs: %s: cannot make the %s view: offset %llu: %s\n", arg,
 			view_type_label(n->view), (unsigned long long)err.offset, err.msg);
-	else if (fwrite(out->data, 1, out->len, to) != out->len)
-		rc = -1;
-	g_byte_array_unref(out);
-	return rc < 0 ? EXIT_PROBLEMS : EXIT_OK;
+		g_byte_array_unref(out);
+		return NULL;
+	}
+	return out;
+}
+
+static int write_view(struct tree *t, struct tree_node *n, const char *arg, FILE *to)
+{
+	GByteArray *out = view_bytes(t, n, arg);
+	int ok = out && fwrite(out->data, 1, out->len, to) == out->len;
+
+	if (out)
+		g_byte_array_unref(out);
+	return ok ? EXIT_OK : EXIT_PROBLEMS;
 }
 
 static int cat_node(struct tree *t, struct tree_node *n, const char *arg)
@@ -258,25 +268,45 @@ static struct tree_node *view_of(struct tree *t, struct tree_node *n)
 }
 
 /* A mip level other than the base: the PNG of that level of an MMP. */
-static int write_mip_level(struct tree *t, struct tree_node *src, unsigned level, const char *arg, FILE *to)
+static GByteArray *mip_level_bytes(struct tree *t, struct tree_node *src, unsigned level, const char *arg)
 {
 	struct format_error err = { 0 };
 	GByteArray *in = g_byte_array_sized_new((guint)src->size), *out = g_byte_array_new();
 	ssize_t got;
-	int rc;
 
 	g_byte_array_set_size(in, (guint)src->size);
 	got = tree_read(t, src, in->data, in->len, 0);
-	rc = got < 0 ? format_fail(&err, (int)-got, 0, "%s", g_strerror((int)-got))
-		     : mmp_to_png(in->data, (size_t)got, level, out, &err);
-	if (rc < 0)
+	if ((got < 0 ? format_fail(&err, (int)-got, 0, "%s", g_strerror((int)-got))
+		     : mmp_to_png(in->data, (size_t)got, level, out, &err)) < 0) {
 		fprintf(stderr, "eifs: %s: level %u: offset %llu: %s\n", arg, level,
 			(unsigned long long)err.offset, err.msg);
-	else if (fwrite(out->data, 1, out->len, to) != out->len)
-		rc = -1;
+		g_byte_array_unref(out);
+		out = NULL;
+	}
 	g_byte_array_unref(in);
-	g_byte_array_unref(out);
-	return rc < 0 ? EXIT_PROBLEMS : EXIT_OK;
+	return out;
+}
+
+static int write_out(const char *path, const GByteArray *data)
+{
+	FILE *to = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
+	int ok;
+
+	if (!to) {
+		fprintf(stderr, "eifs: %s: %s\n", path, strerror(errno));
+		return EXIT_PROBLEMS;
+	}
+	ok = fwrite(data->data, 1, data->len, to) == data->len;
+	ok = (to == stdout ? fflush(to) : fclose(to)) == 0 && ok;
+	if (!ok)
+		fprintf(stderr, "eifs: %s: write error\n", path);
+	return ok ? EXIT_OK : EXIT_PROBLEMS;
+}
+
+static int convert_usage(void)
+{
+	fprintf(stderr, "eifs convert: usage: eifs convert [--level N] FILE|ARCHIVE/PATH [OUT|-]\n");
+	return EXIT_USAGE;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -284,47 +314,42 @@ int cmd_convert(int argc, char **argv)
 	static const struct option longopts[] = { { "level", required_argument, NULL, 'l' }, { NULL, 0, NULL, 0 } };
 	struct tree *t = NULL;
 	struct tree_node *n, *v;
+	GByteArray *bytes = NULL;
 	guint64 level = 0;
-	const char *out_name;
-	FILE *to;
-	int c, status;
+	char *default_name = NULL;
+	int c, status = EXIT_PROBLEMS;
 
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc + 1, argv - 1, "", longopts, NULL)) != -1) {
-		if (c != 'l' || !g_ascii_string_to_unsigned(optarg, 10, 0, 15, &level, NULL)) {
-			fprintf(stderr, "eifs convert: usage: eifs convert [--level N] FILE|ARCHIVE/PATH [OUT|-]\n");
-			return EXIT_USAGE;
-		}
-	}
+	while ((c = getopt_long(argc + 1, argv - 1, "", longopts, NULL)) != -1)
+		if (c != 'l' || !g_ascii_string_to_unsigned(optarg, 10, 0, 15, &level, NULL))
+			return convert_usage();
 	argc -= optind - 1;
 	argv += optind - 1;
-	if (argc < 1 || argc > 2) {
-		fprintf(stderr, "eifs convert: usage: eifs convert [--level N] FILE|ARCHIVE/PATH [OUT|-]\n");
-		return EXIT_USAGE;
-	}
+	if (argc < 1 || argc > 2)
+		return convert_usage();
 	n = cli_open_path(argv[0], &t);
 	v = n ? view_of(t, n) : NULL;
+	if (!n) {
+		tree_free(t);
+		return t ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
+	}
 	if (!v || (level && !names_has_ext(view_source(v)->name, "mmp"))) {
-		if (n)
-			fprintf(stderr, "eifs: %s: %s\n", argv[0], level ? "no mip levels: not an MMP texture"
-									: "no converted view for this file");
-		tree_free(t);
-		return n ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
+		fprintf(stderr, "eifs: %s: %s\n", argv[0], level ? "no mip levels: not an MMP texture"
+								: "no converted view for this file");
+	} else {
+		/* made whole before OUT is opened: a failure leaves OUT as it was */
+		bytes = level ? mip_level_bytes(t, view_source(v), (unsigned)level, argv[0])
+			      : view_bytes(t, v, argv[0]);
+		if (level)
+			default_name = g_strdup_printf("%.*s.mip%u.png", (int)(strlen(v->name) - 4), v->name,
+						       (unsigned)level);
 	}
-	out_name = argc == 2 ? argv[1] : v->name;
-	to = strcmp(out_name, "-") == 0 ? stdout : fopen(out_name, "wb");
-	if (!to) {
-		fprintf(stderr, "eifs: %s: %s\n", out_name, strerror(errno));
-		tree_free(t);
-		return EXIT_PROBLEMS;
-	}
-	status = level ? write_mip_level(t, view_source(v), (unsigned)level, argv[0], to)
-		       : write_view(t, v, argv[0], to);
-	if ((to != stdout && fclose(to) != 0) || (to == stdout && fflush(stdout) != 0))
-		status = EXIT_PROBLEMS;
-	if (status != EXIT_OK && to != stdout)
-		unlink(out_name);
+	if (bytes)
+		status = write_out(argc == 2 ? argv[1] : default_name ? default_name : v->name, bytes);
+	if (bytes)
+		g_byte_array_unref(bytes);
+	g_free(default_name);
 	tree_free(t);
 	return status;
 }

@@ -1,5 +1,5 @@
 /* Databases <-> JSON Lines (FORMATS.md section 4; the text format is in
- * man/parts/db.roff).  Reading a DB checks every node against its parent's
+ * the VIEWS section of eifs(1)).  Reading a DB checks every node against its parent's
  * end; a value that does not fit its schema type is shown as hex, so every
  * file that has a view gets back byte for byte from it.  The JSON reader
  * reads only what a JSON text may hold and builds a small tree per line. */

@@ -4,7 +4,7 @@
  * grep hit shows the table and the whole record.  The text keeps every byte
  * of the file (length forms, field order, unknown tables and fields, values
  * that do not fit their schema type), so that jsonl_to_db(db_to_jsonl(f))
- * gives f back; man/parts/db.roff describes the format. */
+ * gives f back; the VIEWS section of eifs(1) describes the format. */
 #ifndef EIFS_DB_H
 #define EIFS_DB_H
 

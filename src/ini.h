@@ -1,7 +1,7 @@
 /* REG <-> INI text, the view a mount shows beside every .reg file.  The
  * text is what the community tools reg2ini/ini2reg read and write
  * (FORMATS 2.4), plus a few rules for what they cannot tell apart; the
- * rules are in man/parts/reg.roff.  Whatever reg_to_ini writes,
+ * rules are in the VIEWS section of eifs(1).  Whatever reg_to_ini writes,
  * ini_to_reg reads back into the same model, so that REG -> INI -> REG
  * gives the same bytes. */
 #ifndef EIFS_INI_H

@@ -462,7 +462,7 @@ static void mob_script(struct mob_walk *w, const struct mob_node *n, unsigned de
 		return;
 	}
 	if (w->scripts++ == 0) {
-		g_string_append(w->out, " (see *.mob.script)");
+		g_string_append(w->out, " (see the .mob.script.txt view)");
 		if (n->type == MOB_SS_TEXT)
 			g_string_append_printf(w->out, "  # encrypted, key 0x%08X,", view_u32(n->payload));
 		else

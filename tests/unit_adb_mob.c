@@ -610,7 +610,7 @@ Test(mob_script, known_answer)
 	g_free(s);
 	out = view_ok(mob_to_text, b);
 	cr_assert_str_eq(out->str,
-			 "OBJECTDBFILE:\n  SS_TEXT: (see *.mob.script)  # encrypted, key 0x00007DA7, 14 bytes\n");
+			 "OBJECTDBFILE:\n  SS_TEXT: (see the .mob.script.txt view)  # encrypted, key 0x00007DA7, 14 bytes\n");
 	g_string_free(out, TRUE);
 	g_byte_array_unref(b);
 }
@@ -634,7 +634,7 @@ Test(mob_script, round_trip_cp1251_crlf_padding)
 	{
 		GString *out = view_ok(mob_to_text, b);
 
-		cr_assert(strstr(out->str, "    SS_TEXT: (see *.mob.script)  # encrypted, key 0xDEADBEEF, 20 bytes\n"
+		cr_assert(strstr(out->str, "    SS_TEXT: (see the .mob.script.txt view)  # encrypted, key 0xDEADBEEF, 20 bytes\n"
 					   "  SS_TEXT: \"second\"\n"),
 			  "%s", out->str);
 		g_string_free(out, TRUE);
@@ -656,7 +656,7 @@ Test(mob_script, plain_old_script)
 	cr_assert_str_eq(s, "a\nb");
 	g_free(s);
 	out = view_ok(mob_to_text, b);
-	cr_assert_str_eq(out->str, "OBJECTDBFILE:\n  SS_TEXT_OLD: (see *.mob.script)  # plain, 4 bytes\n");
+	cr_assert_str_eq(out->str, "OBJECTDBFILE:\n  SS_TEXT_OLD: (see the .mob.script.txt view)  # plain, 4 bytes\n");
 	g_string_free(out, TRUE);
 	g_byte_array_unref(b);
 }
