@@ -194,13 +194,34 @@ int view_size_from_header(struct tree *t, struct tree_node *view)
 	return 0;
 }
 
+/* Refuses what would take more memory than a view may: a crafted texture
+ * header can ask for a 1 GiB image, a huge file for gigabytes of text. */
+static int check_bounds(struct tree *t, const struct view_type *v, struct tree_node *src,
+			struct format_error *err)
+{
+	if (v->size && src->size > VIEW_MAX_PNG)
+		return format_fail(err, EFBIG, 0, "%llu bytes is more than a view converts (%u MiB)",
+				   (unsigned long long)src->size, VIEW_MAX_PNG >> 20);
+	if (v->size) {
+		unsigned char hdr[256];
+		ssize_t got = tree_read(t, src, hdr, v->header_len, 0);
+		uint64_t size;
+
+		if (got >= 0 && v->size(hdr, (size_t)got, &size, NULL) == 0 && size > VIEW_MAX_PNG)
+			return format_fail(err, EFBIG, 4, "a %llu-byte image is more than a view makes (%u MiB)",
+					   (unsigned long long)size, VIEW_MAX_PNG >> 20);
+		return 0;
+	}
+	if (src->size > VIEW_MAX_TEXT_SOURCE)
+		return format_fail(err, EFBIG, 0, "%llu bytes is more than a text view converts (%u MiB)",
+				   (unsigned long long)src->size, VIEW_MAX_TEXT_SOURCE >> 20);
+	return 0;
+}
+
 static int read_source(struct tree *t, struct tree_node *src, GByteArray *buf, struct format_error *err)
 {
 	ssize_t got;
 
-	if (src->size > VIEW_MAX_SOURCE)
-		return format_fail(err, EFBIG, 0, "%llu bytes is more than a view converts (%u MiB)",
-				   (unsigned long long)src->size, VIEW_MAX_SOURCE >> 20);
 	g_byte_array_set_size(buf, (guint)src->size);
 	got = tree_read(t, src, buf->data, buf->len, 0);
 	if (got < 0)
@@ -214,7 +235,10 @@ int view_convert(struct tree *t, struct tree_node *view, GByteArray **out, struc
 	const struct view_type *v = &types[view->view];
 	struct tree_node *src = view_source(view);
 	GByteArray *in = g_byte_array_new();
-	int rc = read_source(t, src, in, err);
+	int rc = check_bounds(t, v, src, err);
+
+	if (rc == 0)
+		rc = read_source(t, src, in, err);
 
 	*out = g_byte_array_new();
 	if (rc == 0 && v->binary) {

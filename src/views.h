@@ -29,7 +29,9 @@ int view_convert(struct tree *t, struct tree_node *view, GByteArray **out, struc
 /* What a view type is, for messages: "PNG", "INI"... */
 const char *view_type_label(unsigned type);
 
-/* The largest source a conversion reads into memory. */
-#define VIEW_MAX_SOURCE (512u << 20)
+/* Bounds on what one conversion holds in memory: the largest source of a
+ * text view (text can be ~20 times its source), and the largest PNG. */
+#define VIEW_MAX_TEXT_SOURCE (32u << 20)
+#define VIEW_MAX_PNG (512u << 20)
 
 #endif
