@@ -67,6 +67,8 @@ mkdir -p "$WORK/a"
 printf 'real png' > "$WORK/a/x.png"
 printf 'MMP\000garbage' > "$WORK/a/x.mmp"
 printf 'MMP\000\100\000\000\000\100\000\000\000\001\000\000\000DXT1' > "$WORK/a/bad.mmp"
+# a header asking for a 16384 x 16384 image (a 1 GiB PNG) in 80 bytes
+{ printf 'MMP\000\000\100\000\000\000\100\000\000\001\000\000\000DXT1\004\000\000\000'; head -c 56 /dev/zero; } > "$WORK/a/huge.mmp"
 "$E" pack "$WORK/a" "$WORK/a.res"
 "$E" mount -f "$WORK/a.res" "$M" 2>"$WORK/bad.log" &
 fg=$!
@@ -77,6 +79,9 @@ cat "$M/bad.png" > /dev/null 2>"$WORK/bad.err"
 check "a texture that does not convert reads EIO" grep -q 'Input/output error' "$WORK/bad.err"
 check "one log line names archive, entry and reason" [ "$(grep -c 'a.res/bad.png: cannot make the PNG view' "$WORK/bad.log")" -eq 1 ]
 check "its raw file stays readable" cmp -s "$M/bad.mmp" "$WORK/a/bad.mmp"
+cat "$M/huge.png" > /dev/null 2>"$WORK/huge.err"
+check "a texture asking for a 1 GiB image reads EIO, nothing allocated" grep -q 'Input/output error' "$WORK/huge.err"
+check "and the daemon stays small" [ "$(awk '/VmHWM/ { print $2 }' /proc/$fg/status)" -lt 200000 ]
 check "the mount stays up" [ "$(cat "$M/x.png")" = "real png" ]
 kill -TERM $fg; wait $fg
 
