@@ -17,7 +17,7 @@
 #include "res.h"
 #include "res_check.h"
 
-static int has_res_magic(const char *path)
+int cli_has_res_magic(const char *path)
 {
 	unsigned char magic[4];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -37,7 +37,7 @@ struct tree_node *cli_open_path(const char *arg, struct tree **tree)
 	int err = 0;
 
 	/* the longest prefix on disk that is a folder or an archive */
-	while (stat(disk, &st) < 0 || (S_ISREG(st.st_mode) && !has_res_magic(disk))) {
+	while (stat(disk, &st) < 0 || (S_ISREG(st.st_mode) && !cli_has_res_magic(disk))) {
 		char *slash = strrchr(disk, '/');
 
 		if (!slash && strcmp(disk, ".") != 0 && stat(disk, &st) == 0) {

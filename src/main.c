@@ -15,6 +15,9 @@ void cli_usage(FILE *to)
 	      "  eifs check ARCHIVE                            validate bounds and hash chains\n"
 	      "  eifs pack [--dedup] [--no-align] [--time T] DIR OUT.res\n"
 	      "                                                build an archive as the game's tools do\n"
+	      "  eifs put [--time T] ARCHIVE/PATH [FILE|-]     create or replace an entry, in place\n"
+	      "  eifs rm ARCHIVE/PATH                          delete an entry, in place\n"
+	      "  eifs compact ARCHIVE                          reclaim the space replaced data left\n"
 	      "  eifs --help | --version\n"
 	      "See eifs(1).\n", to);
 }
@@ -27,6 +30,7 @@ int main(int argc, char **argv)
 	} commands[] = {
 		{ "umount", cmd_umount }, { "ls", cmd_ls }, { "cat", cmd_cat },
 		{ "extract", cmd_extract }, { "check", cmd_check }, { "pack", cmd_pack },
+		{ "put", cmd_put }, { "rm", cmd_rm }, { "compact", cmd_compact },
 	};
 
 	if (argc < 2) {

@@ -177,7 +177,7 @@ static int same_data(const struct res_pack_item *it, const unsigned char *data, 
 	uint64_t done = 0;
 
 	*same = it->length == len;
-	if (!*same)
+	if (!*same || len == 0)
 		return 0;
 	if (it->data) {
 		*same = memcmp(it->data, data, len) == 0;
