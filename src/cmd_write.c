@@ -73,6 +73,30 @@ struct target {
 	int exists;
 };
 
+/* One step down the path: into an existing child, else onto the part of
+ * the path that does not exist yet (rest). */
+static int step_down(struct tree *t, struct tree_node **n, const char *comp, GString *rest)
+{
+	struct tree_node *child;
+	int err = 0;
+
+	if (strcmp(comp, "..") == 0)
+		return -EINVAL;
+	if (!rest->len) {
+		if (!tree_is_dir(*n))
+			return -ENOTDIR;
+		child = tree_lookup(t, *n, comp, &err);
+		if (child) {
+			*n = child;
+			return 0;
+		}
+		if (err != ENOENT)
+			return -err;
+	}
+	g_string_append_printf(rest, "%s%s", rest->len ? "/" : "", comp);
+	return 0;
+}
+
 static int locate(struct tree *t, const char *inside, struct target *out)
 {
 	gchar **comps = g_strsplit_set(inside, "/\\", -1);
@@ -80,23 +104,9 @@ static int locate(struct tree *t, const char *inside, struct target *out)
 	GString *rest = g_string_new(NULL);
 	int rc = 0;
 
-	for (gchar **c = comps; rc == 0 && *c; c++) {
-		struct tree_node *child;
-
-		if (!**c || strcmp(*c, ".") == 0)
-			continue;
-		if (!rest->len && !tree_is_dir(n)) {
-			rc = -ENOTDIR;
-		} else if (!rest->len && (child = tree_lookup(t, n, *c, &rc))) {
-			n = child;
-			rc = 0;
-		} else if (!rest->len && rc != ENOENT) {
-			rc = -rc;
-		} else {
-			rc = 0;
-			g_string_append_printf(rest, "%s%s", rest->len ? "/" : "", *c);
-		}
-	}
+	for (gchar **c = comps; rc == 0 && *c; c++)
+		if (**c && strcmp(*c, ".") != 0)
+			rc = step_down(t, &n, *c, rest);
 	g_strfreev(comps);
 	out->exists = rest->len == 0;
 	if (rc == 0 && out->exists && (n->kind == NODE_VDIR || !n->parent))
@@ -104,6 +114,8 @@ static int locate(struct tree *t, const char *inside, struct target *out)
 	if (rc == 0 && !out->exists && n->kind != NODE_ARCHIVE && n->kind != NODE_VDIR)
 		rc = -ENOTDIR;
 	if (rc == 0) {
+		/* an existing entry (a nested archive too) belongs to the archive
+		 * around it; a new one to the deepest existing archive */
 		out->archive = out->exists || n->kind != NODE_ARCHIVE ? enclosing_archive(n) : n;
 		out->rel = path_below(out->archive, n, rest->str);
 	}
