@@ -63,7 +63,6 @@ static uint64_t align_up(uint64_t v, int align)
  * non-NULL pointer even for an empty entry), which is how the commit tells
  * what to append. */
 struct edit {
-	const struct res_window *w;
 	struct res_table tab;
 	GArray *items;         /* struct res_pack_item */
 	GByteArray *gone;      /* per item: deleted */
@@ -119,7 +118,6 @@ static void edit_free(struct edit *ed)
 static int edit_open(struct edit *ed, const struct res_window *w, struct res_error *err)
 {
 	memset(ed, 0, sizeof *ed);
-	ed->w = w;
 	if (res_table_read(w, &ed->tab, err) < 0)
 		return -1;
 	ed->items = g_array_sized_new(FALSE, TRUE, sizeof(struct res_pack_item), ed->tab.hdr.count + 1);
@@ -440,12 +438,20 @@ static int write_commit(const struct committer *c, struct edit *ed, uint64_t fil
 	uint64_t table_offset = 0;
 	int rc = place_new(items, n, file_end, c->opt->align, &table_offset, c->err);
 
+	int appending = rc == 0;
+
 	if (rc == 0)
 		rc = append_data(c, items, n);
 	if (rc == 0)
 		rc = append_table(c, items, n, table_offset, &h);
 	if (rc == 0)
 		rc = sync_step(c, RES_STEP_SYNC_TABLE);
+	/* A failed write or flush (a full disk) before the header switch takes
+	 * back what it appended: nothing refers to it.  The fault hook is a
+	 * crash and cleans nothing; a failed header write may be partly done. */
+	if (rc < 0 && appending && c->err->code != ECANCELED && ftruncate(c->fd, (off_t)file_end) < 0) {
+		/* the old archive is intact all the same; the bytes stay dead */
+	}
 	if (rc == 0)
 		rc = switch_header(c, &h);
 	if (rc == 0)

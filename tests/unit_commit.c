@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -499,6 +501,35 @@ Test(commit, torn_append_is_dead_space)
 	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "%s", err.msg);
 	snap_put(want, "b.txt", H_STR("bravo two"), 2);
 	expect_archive(fx.path, want);
+	g_hash_table_destroy(want);
+}
+
+/* A write that fails (here: past a file size limit, as on a full disk)
+ * leaves the old archive and takes back what it appended. */
+Test(commit, failed_write_takes_back_the_append)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	GByteArray *before = file_bytes(fx.path), *after;
+	char big[5000];
+	struct res_change c = { "b.txt", 5, RES_PUT, (const unsigned char *)big, sizeof big, 1 };
+	struct res_error err = { 0 };
+	struct rlimit old, small;
+
+	memset(big, 'b', sizeof big);
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	small = old;
+	small.rlim_cur = before->len + 1000;
+	signal(SIGXFSZ, SIG_IGN);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), -1);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	cr_assert_eq(err.code, EFBIG, "%s", err.msg);
+	after = file_bytes(fx.path);
+	cr_assert(before->len == after->len && memcmp(before->data, after->data, after->len) == 0,
+		  "the file is not as it was (%u bytes, was %u)", after->len, before->len);
+	expect_archive(fx.path, want);
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
 	g_hash_table_destroy(want);
 }
 
