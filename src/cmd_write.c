@@ -193,7 +193,7 @@ static void report(const struct job *j, const struct res_error *err)
 	fprintf(stderr, "eifs: %s: offset %llu: %s\n", j->arg, (unsigned long long)err->offset, err->msg);
 }
 
-/* The change for the entry in its innermost archive a. */
+/* The change of the entry in its innermost archive; its name goes to name. */
 static int first_change(const struct job *j, const struct target *tg, GString *name,
 			struct res_change *ch)
 {
