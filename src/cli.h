@@ -21,11 +21,17 @@ int cmd_extract(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_put(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_compact(int argc, char **argv);
 
 /* Opens ARCHIVE[/PATH] (or FOLDER[/PATH]): the longest prefix that exists
  * on disk is opened, the rest is looked up inside.  Returns NULL after
  * printing why. */
 struct tree_node *cli_open_path(const char *arg, struct tree **tree);
+
+/* Whether the file at path starts with the RES magic. */
+int cli_has_res_magic(const char *path);
 
 void cli_usage(FILE *to);
 

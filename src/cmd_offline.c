@@ -20,7 +20,7 @@
 #include "view_cache.h"
 #include "views.h"
 
-static int has_res_magic(const char *path)
+int cli_has_res_magic(const char *path)
 {
 	unsigned char magic[4];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -39,7 +39,7 @@ struct tree_node *cli_open_path(const char *arg, struct tree **tree)
 	struct stat st;
 	int err = 0;
 
-	if (!strchr(arg, '/') && strcmp(arg, ".") != 0 && !(stat(arg, &st) == 0 && (S_ISDIR(st.st_mode) || has_res_magic(arg)))) {
+	if (!strchr(arg, '/') && strcmp(arg, ".") != 0 && !(stat(arg, &st) == 0 && (S_ISDIR(st.st_mode) || cli_has_res_magic(arg)))) {
 		/* a file named without a folder (a view, a plain file): look in "." */
 		char *in_dot = g_strconcat("./", arg, NULL);
 		struct tree_node *found = cli_open_path(in_dot, tree);
@@ -49,7 +49,7 @@ struct tree_node *cli_open_path(const char *arg, struct tree **tree)
 	}
 	disk = g_strdup(arg);
 	/* the longest prefix on disk that is a folder or an archive */
-	while (stat(disk, &st) < 0 || (S_ISREG(st.st_mode) && !has_res_magic(disk))) {
+	while (stat(disk, &st) < 0 || (S_ISREG(st.st_mode) && !cli_has_res_magic(disk))) {
 		char *slash = strrchr(disk, '/');
 
 		if (!slash || slash == disk) {

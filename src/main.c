@@ -17,6 +17,9 @@ void cli_usage(FILE *to)
 	      "                                                write a converted view (x.png of x.mmp...)\n"
 	      "  eifs pack [--dedup] [--no-align] [--time T] DIR OUT.res\n"
 	      "                                                build an archive as the game's tools do\n"
+	      "  eifs put [--time T] ARCHIVE/PATH [FILE|-]     create or replace an entry, in place\n"
+	      "  eifs rm ARCHIVE/PATH                          delete an entry, in place\n"
+	      "  eifs compact ARCHIVE                          reclaim the space replaced data left\n"
 	      "  eifs --help | --version\n"
 	      "See eifs(1).\n", to);
 }
@@ -30,6 +33,7 @@ int main(int argc, char **argv)
 		{ "umount", cmd_umount }, { "ls", cmd_ls }, { "cat", cmd_cat },
 		{ "extract", cmd_extract }, { "check", cmd_check }, { "pack", cmd_pack },
 		{ "convert", cmd_convert },
+		{ "put", cmd_put }, { "rm", cmd_rm }, { "compact", cmd_compact },
 	};
 
 	if (argc < 2) {

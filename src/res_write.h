@@ -4,6 +4,8 @@
 #ifndef EIFS_RES_WRITE_H
 #define EIFS_RES_WRITE_H
 
+#include <glib.h>
+
 #include "res.h"
 
 struct res_pack_item {
@@ -12,7 +14,9 @@ struct res_pack_item {
 	uint32_t mtime;
 	uint64_t length;
 	const char *path;    /* data comes from this file, or when NULL ... */
-	int fd;              /* ... from length bytes of fd at offset */
+	const unsigned char *data; /* ... from length bytes here, or when NULL ... */
+	int fd;              /* ... from length bytes of fd at offset; items that
+			      * name the same bytes of the same fd share one copy */
 	uint64_t offset;
 	uint32_t data_offset; /* set by the writer */
 };
@@ -26,5 +30,21 @@ struct res_pack_options {
  * offset 0.  Returns 0, or -1 with err filled (code is an errno value). */
 int res_pack_write(int out_fd, struct res_pack_item *items, uint32_t n,
 		   const struct res_pack_options *opt, struct res_error *err);
+
+/* The same archive built in out (emptied first), for nested archives that
+ * become the data of an entry of their parent. */
+int res_pack_build(GByteArray *out, struct res_pack_item *items, uint32_t n,
+		   const struct res_pack_options *opt, struct res_error *err);
+
+/* Sorts items into packer order: the order of the name block and of the
+ * insertion into the hash table (FORMATS 1.5). */
+void res_pack_sort(struct res_pack_item *items, uint32_t n);
+
+/* Encodes the table and name block of items, taken in the given order
+ * (res_pack_sort's for the game's tools' layout) with their data_offset
+ * set, into out (emptied first); *h gets the header for a table placed at
+ * table_offset.  Returns 0, or -1 with err filled. */
+int res_pack_table(const struct res_pack_item *items, uint32_t n, uint64_t table_offset,
+		   GByteArray *out, struct res_header *h, struct res_error *err);
 
 #endif

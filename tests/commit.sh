@@ -1,0 +1,173 @@
+#!/bin/sh
+# eifs put / rm / compact on copies of the demo archives, through nested
+# archives, with simulated crashes at every step of a commit and with
+# real ones: puts killed at random moments.
+. "$(dirname "$0")/lib.sh"
+: "${DEMO:?DEMO must point at the built demo folder}"
+SRCDEMO=$(dirname "$0")/../demo/src
+E=$EIFS
+
+fresh() { # fresh NAME: a writable copy of a demo archive in $WORK
+	cp "$DEMO/$1" "$WORK/$1" && chmod u+w "$WORK/$1"
+}
+
+same() { # same ARCHIVE/PATH FILE: the entry holds exactly FILE's bytes
+	"$E" cat "$1" > "$WORK/same.out" 2>/dev/null && cmp -s "$WORK/same.out" "$2"
+}
+
+checked() { "$E" check "$1" > "$WORK/check.out" 2>&1; }
+
+stamp() { stat -c '%s %y' "$1"; }
+
+# ---- put, rm, compact on a top-level archive ------------------------------
+fresh texts.res
+A=$WORK/texts.res
+printf 'a new map\r\n' > "$WORK/map.new"
+"$E" put "$A/map.txt" "$WORK/map.new"
+check "put replaces an entry" same "$A/map.txt" "$WORK/map.new"
+check "the archive checks clean after put" checked "$A"
+check "other entries are untouched" same "$A/Gipat Medium (тип материала - кожа)" \
+	"$SRCDEMO/texts.res/Gipat Medium (тип материала - кожа)"
+
+printf 'from standard input' | "$E" put "$A/new\\sub/Файл.txt" -
+check "put from stdin creates an entry in new backslash folders" \
+	sh -c "'$E' cat '$A/new/sub/Файл.txt' | grep -qx 'from standard input'"
+check "the new entry is listed" sh -c "'$E' ls -R '$A' | grep -qxF 'new/sub/Файл.txt'"
+check "the archive checks clean after a new entry" checked "$A"
+
+before=$(stamp "$A"); sleep 0.02
+"$E" put "$A/map.txt" "$WORK/map.new"; rc=$?
+check "putting the same bytes again succeeds" [ $rc -eq 0 ]
+check "... and writes nothing" [ "$(stamp "$A")" = "$before" ]
+
+"$E" put --time 1234567890 "$A/map.txt" "$WORK/map.new"
+check "put --time sets the entry's timestamp" sh -c "'$E' ls -l '$A/map.txt' | grep -q '2009-02-1[34]'"
+
+"$E" put "$A/中" "$WORK/map.new" 2>"$WORK/err"; rc=$?
+check "a name without a cp1251 form is refused" [ $rc -eq 1 ] && grep -q 'cp1251' "$WORK/err"
+"$E" rm "$A/new/sub/Файл.txt"
+check "rm deletes an entry" not "$E" cat "$A/new/sub/Файл.txt" 2>/dev/null
+check "the archive checks clean after rm" checked "$A"
+"$E" rm "$A/no such entry" 2>/dev/null; rc=$?
+check "rm of a missing entry fails" [ $rc -eq 1 ]
+"$E" put "$WORK/not-an-archive/x" "$WORK/map.new" 2>/dev/null; rc=$?
+check "put outside any archive fails with 66" [ $rc -eq 66 ]
+"$E" put "$A" "$WORK/map.new" 2>/dev/null; rc=$?
+check "put onto the archive itself fails" [ $rc -eq 1 ]
+
+head -c 100000 /dev/urandom > "$WORK/big"
+for i in 1 2 3 4 5; do "$E" put "$A/map.txt" "$WORK/big"; "$E" put "$A/map.txt" "$WORK/map.new"; done
+chmod 640 "$A"
+big=$(stat -c %s "$A")
+"$E" compact "$A"
+small=$(stat -c %s "$A")
+check "compact reclaims dead space ($big -> $small bytes)" [ "$small" -lt $((big / 10)) ]
+check "compact keeps the contents" same "$A/map.txt" "$WORK/map.new"
+check "compact keeps the mode" [ "$(stat -c %a "$A")" = 640 ]
+check "the archive checks clean after compact" checked "$A"
+check "compact leaves no temporary file" sh -c "! ls '$WORK' | grep -q eifs-compact"
+
+# ---- nested archives ------------------------------------------------------
+fresh quests.res
+Q=$WORK/quests.res
+printf '#zone z1q1\r\nchanged inside two archives\r\n' > "$WORK/inner.new"
+"$E" put "$Q/z1q1.mq/z1q1/map.txt" "$WORK/inner.new"
+check "put into a nested archive" same "$Q/z1q1.mq/z1q1/map.txt" "$WORK/inner.new"
+check "the nested archive's other entries are untouched" \
+	same "$Q/z1q1.mq/quest z1q1" "$SRCDEMO/quests.res/z1q1.mq/quest z1q1"
+check "both levels check clean" checked "$Q"
+"$E" put "$Q/z1q1.mq/z1q1/extra.txt" "$WORK/map.new"
+"$E" rm "$Q/z1q1.mq/briefing z1q1_1"
+check "rm inside a nested archive" not "$E" cat "$Q/z1q1.mq/briefing z1q1_1" 2>/dev/null
+check "new entry inside a nested archive" same "$Q/z1q1.mq/z1q1/extra.txt" "$WORK/map.new"
+check "both levels check clean after rm" checked "$Q"
+fresh figures.res
+"$E" put "$WORK/figures.res/unmotr.anm/cidle/hd" "$WORK/map.new"
+check "put three archives deep" same "$WORK/figures.res/unmotr.anm/cidle/hd" "$WORK/map.new"
+check "three levels check clean" checked "$WORK/figures.res"
+
+# ---- a crash before each step of the commit -------------------------------
+# Steps 1-4 come before the header switch: the old archive; step 5 only
+# misses the final flush: the new one.
+for target in texts.res/map.txt quests.res/z1q1.mq/z1q1/map.txt; do
+	archive=${target%%/*}
+	"$E" cat "$DEMO/$target" > "$WORK/old"
+	head -c 5000 /dev/urandom > "$WORK/new"
+	for step in 1 2 3 4 5; do
+		fresh "$archive"
+		EIFS_FAULT_STEP=$step "$E" put "$WORK/$target" "$WORK/new" 2>/dev/null; rc=$?
+		if [ $step -lt 5 ]; then want=$WORK/old; else want=$WORK/new; fi
+		check "crash before step $step of $target: stopped" [ $rc -ne 0 ]
+		check "crash before step $step of $target: the archive checks clean" checked "$WORK/$archive"
+		check "crash before step $step of $target: $(basename "$want") contents" same "$WORK/$target" "$want"
+		"$E" put "$WORK/$target" "$WORK/new"
+		check "crash before step $step of $target: the next put works" same "$WORK/$target" "$WORK/new"
+	done
+done
+
+# ---- concurrent writers -----------------------------------------------------
+# flock serialises them; a compaction renames a new file over the archive,
+# and a put that waited for the old one starts again on the new file.
+fresh texts.res
+pids=""
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	printf 'writer %s' "$i" > "$WORK/w$i"
+	"$E" put "$A/w$i.txt" "$WORK/w$i" & pids="$pids $!"
+	[ $((i % 3)) -eq 0 ] && { "$E" compact "$A" & pids="$pids $!"; }
+done
+wait $pids
+lost=0
+for i in 1 2 3 4 5 6 7 8 9 10; do same "$A/w$i.txt" "$WORK/w$i" || lost=$((lost + 1)); done
+check "10 concurrent puts and 3 compactions lose nothing ($lost lost)" [ $lost -eq 0 ]
+check "the archive checks clean after concurrent writers" checked "$A"
+
+# ---- real crashes: puts killed at random moments -----------------------------
+# Each put writes a file of random size (up to 1 MiB) into the top-level
+# archive or into the nested one, and is killed with SIGKILL after a random
+# delay (unless it finished first).  Afterwards the archive must check clean, the entry must hold
+# exactly its old or its new contents, and the other entry its last ones.
+fresh quests.res
+T1=quests.res/crash.bin T2=quests.res/z1q1.mq/z1q1/map.txt
+: > "$WORK/rec1"; "$E" put "$WORK/$T1" "$WORK/rec1"
+"$E" cat "$WORK/$T2" > "$WORK/rec2"
+# The kills are spread from 0.3 ms to 1.5 times the longest of three
+# unhindered puts of 1 MiB here (sanitizer builds are several times slower).
+fresh texts.res
+head -c 1048576 /dev/urandom > "$WORK/next"
+span=2000
+for k in 1 2 3; do
+	t0=$(date +%s%N); "$E" put "$WORK/texts.res/timing$k" "$WORK/next"; t1=$(date +%s%N)
+	us=$(( (t1 - t0) * 3 / 2000 ))
+	[ "$us" -gt "$span" ] && span=$us
+done
+iterations=${CRASH_ITERATIONS:-200}
+olds=0 news=0 torn=0 bad=0 start=$(date +%s)
+i=0
+while [ $i -lt "$iterations" ]; do
+	i=$((i + 1))
+	if [ $((i % 2)) -eq 0 ]; then t=$T1 rec=rec1 other=$T2 orec=rec2; else t=$T2 rec=rec2 other=$T1 orec=rec1; fi
+	size=$(shuf -i 0-1048576 -n 1)
+	head -c "$size" /dev/urandom > "$WORK/next"
+	delay=$(awk -v us="$(shuf -i 300-"$span" -n 1)" 'BEGIN { printf "%.6f", us / 1e6 }')
+	size_before=$(stat -c %s "$WORK/quests.res")
+	timeout --foreground -s KILL "$delay" "$E" put "$WORK/$t" "$WORK/next" 2>/dev/null
+	if ! checked "$WORK/quests.res"; then
+		bad=$((bad + 1)); echo "iteration $i: check failed:"; cat "$WORK/check.out"
+	elif same "$WORK/$t" "$WORK/$rec"; then
+		olds=$((olds + 1))
+		# killed while appending: dead bytes, the old header
+		[ "$(stat -c %s "$WORK/quests.res")" -gt "$size_before" ] && torn=$((torn + 1))
+	elif same "$WORK/$t" "$WORK/next"; then
+		news=$((news + 1)); mv "$WORK/next" "$WORK/$rec"
+	else
+		bad=$((bad + 1)); echo "iteration $i: $t holds neither version"
+	fi
+	same "$WORK/$other" "$WORK/$orec" || { bad=$((bad + 1)); echo "iteration $i: $other changed"; }
+	# dead space adds up: compact now and then
+	[ $((i % 25)) -eq 0 ] && "$E" compact "$WORK/quests.res"
+done
+echo "crash loop: $iterations puts killed after 0.3-$((span / 1000)) ms: $olds left the old version ($torn of them after appending), $news the new; $(($(date +%s) - start)) s"
+check "$iterations killed puts: every state checks clean and is the old or the new version" [ $bad -eq 0 ]
+check "the kills hit before and after the switch" [ $olds -gt 0 ] && [ $news -gt 0 ]
+
+finish

@@ -1,0 +1,693 @@
+/* Saving changes (src/res_commit.c): the in-place commit, its crash
+ * safety through the fault hook, rebuilding in memory, and compaction.
+ * Every archive is checked the way the game reads it: through the header,
+ * the hash chains and the data the entries point at. */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "res.h"
+#include "res_check.h"
+#include "res_commit.h"
+#include "res_write.h"
+
+/* The demo archive every test starts from: "same" is stored once for a.txt
+ * and d.txt (packed with dedup), z.txt is empty. */
+static const struct h_item base[] = {
+	{ "a.txt", H_STR("same"), 100 },
+	{ "b.txt", H_STR("bravo"), 200 },
+	{ "dir\\c.txt", H_STR("charlie in a folder"), 300 },
+	{ "d.txt", H_STR("same"), 400 },
+	{ "z.txt", H_STR(""), 500 },
+};
+
+/* ---- what an archive holds, as the game sees it ------------------------- */
+
+struct snap_entry {
+	GBytes *data;
+	uint32_t mtime;
+	uint32_t offset;
+};
+
+static void snap_entry_free(gpointer p)
+{
+	struct snap_entry *e = p;
+
+	g_bytes_unref(e->data);
+	g_free(e);
+}
+
+static GHashTable *snap_new(void)
+{
+	return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, snap_entry_free);
+}
+
+static void snap_put(GHashTable *s, const char *name, const void *data, size_t len, uint32_t mtime)
+{
+	struct snap_entry *e = g_new0(struct snap_entry, 1);
+
+	e->data = g_bytes_new(data, len);
+	e->mtime = mtime;
+	g_hash_table_replace(s, g_strdup(name), e);
+}
+
+static GHashTable *snap_of_items(const struct h_item *items, size_t n)
+{
+	GHashTable *s = snap_new();
+
+	for (size_t i = 0; i < n; i++)
+		snap_put(s, items[i].name, items[i].data, items[i].len, items[i].mtime);
+	return s;
+}
+
+/* Entries in the order of the name block: the insertion order. */
+static int by_name_off(const void *a, const void *b, void *ctx)
+{
+	const struct res_table *t = ctx;
+	uint32_t x = t->entries[*(const uint32_t *)a].name_off, y = t->entries[*(const uint32_t *)b].name_off;
+
+	return (x > y) - (x < y);
+}
+
+/* The table is the one the original packer would make of these names:
+ * name block sorted, slots and links as res_build_chains places them. */
+static void expect_packer_layout(const struct res_table *t)
+{
+	uint32_t n = t->hdr.count;
+	uint32_t *order = g_new(uint32_t, n + 1), *slot_of = g_new(uint32_t, n + 1);
+	int32_t *next_of = g_new(int32_t, n + 1);
+	const char **names = g_new(const char *, n + 1);
+	size_t *lens = g_new(size_t, n + 1);
+	struct res_error err = { 0 };
+
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	g_qsort_with_data(order, (gint)n, sizeof *order, by_name_off, (void *)t);
+	for (uint32_t k = 0; k < n; k++) {
+		names[k] = res_entry_name(t, order[k]);
+		lens[k] = t->entries[order[k]].name_len;
+		if (k)
+			cr_assert_leq(res_name_order(names[k - 1], lens[k - 1], names[k], lens[k]), 0,
+				      "name block not in packer order at %u", k);
+	}
+	cr_assert_eq(res_build_chains(n, names, lens, slot_of, next_of, &err), 0, "%s", err.msg);
+	for (uint32_t k = 0; k < n; k++) {
+		cr_assert_eq(slot_of[k], order[k], "%.*s sits in slot %u, the packer puts it in %u",
+			     (int)lens[k], names[k], order[k], slot_of[k]);
+		cr_assert_eq(t->entries[order[k]].next, next_of[slot_of[k]]);
+	}
+	g_free(order);
+	g_free(slot_of);
+	g_free(next_of);
+	g_free(names);
+	g_free(lens);
+}
+
+/* Reads the archive file and asserts it holds exactly the snapshot: every
+ * entry found by the game's lookup with its bytes and timestamp, no other
+ * entry, no problem for res_check.  Offsets go into the snapshot. */
+static void expect_archive(const char *path, GHashTable *want)
+{
+	GError *ge = NULL;
+	gchar *buf;
+	gsize len;
+	struct res_table t;
+	struct res_error err = { 0 };
+	struct h_reports r;
+	GHashTableIter it;
+	gpointer k, v;
+
+	cr_assert(g_file_get_contents(path, &buf, &len, &ge), "%s", ge ? ge->message : "");
+	cr_assert_eq(res_table_parse((const unsigned char *)buf, len, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(t.hdr.count, g_hash_table_size(want), "%u entries, expected %u", t.hdr.count,
+		     g_hash_table_size(want));
+	g_hash_table_iter_init(&it, want);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		struct snap_entry *e = v;
+		int64_t i = res_lookup(&t, k, strlen(k));
+		size_t dlen;
+		const void *d = g_bytes_get_data(e->data, &dlen);
+
+		cr_assert_geq(i, 0, "%s is not found by the game's lookup", (char *)k);
+		cr_assert_eq(t.entries[i].name_len, strlen(k));
+		cr_assert_eq(memcmp(res_entry_name(&t, (uint32_t)i), k, strlen(k)), 0, "%s spelt differently", (char *)k);
+		cr_assert_eq(t.entries[i].length, dlen, "%s: %u bytes, expected %zu", (char *)k, t.entries[i].length, dlen);
+		cr_assert(dlen == 0 || memcmp(buf + t.entries[i].offset, d, dlen) == 0, "%s: contents differ", (char *)k);
+		cr_assert_eq(t.entries[i].mtime, e->mtime, "%s: timestamp", (char *)k);
+		e->offset = t.entries[i].offset;
+	}
+	h_reports_init(&r);
+	cr_assert_eq(res_check(&t, len, h_report, &r), 0, "res_check: %s",
+		     r.msgs->len ? (char *)r.msgs->pdata[0] : "");
+	h_reports_free(&r);
+	expect_packer_layout(&t);
+	res_table_free(&t);
+	g_free(buf);
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+struct fixture {
+	char *dir;
+	char *path;
+};
+
+static struct fixture fx;
+
+static void setup(void)
+{
+	struct res_error err = { 0 };
+	GByteArray *a = h_pack(base, G_N_ELEMENTS(base), 1, 1, &err);
+
+	cr_assert_not_null(a, "%s", err.msg);
+	fx.dir = h_tmpdir();
+	fx.path = h_write_file(fx.dir, "test.res", a->data, a->len);
+	g_byte_array_unref(a);
+}
+
+static void teardown(void)
+{
+	g_free(fx.path);
+	h_tmpdir_remove(fx.dir);
+}
+
+static GByteArray *file_bytes(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	GByteArray *b;
+
+	cr_assert_geq(fd, 0);
+	b = h_read_fd(fd);
+	close(fd);
+	return b;
+}
+
+static int commit_path(const char *path, const struct res_change *c, size_t n,
+		       const struct res_commit_options *opt, struct res_error *err)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC), rc;
+
+	cr_assert_geq(fd, 0);
+	rc = res_commit(fd, c, n, opt, err);
+	close(fd);
+	return rc;
+}
+
+static struct res_change put(const char *name, const char *data, uint32_t mtime)
+{
+	return (struct res_change){ name, strlen(name), RES_PUT, (const unsigned char *)data,
+				    strlen(data), mtime };
+}
+
+static struct res_change del(const char *name)
+{
+	return (struct res_change){ name, strlen(name), RES_DELETE, NULL, 0, 0 };
+}
+
+static uint32_t offset_of(GHashTable *s, const char *name)
+{
+	struct snap_entry *e = g_hash_table_lookup(s, name);
+
+	cr_assert_not_null(e, "%s", name);
+	return e->offset;
+}
+
+/* ---- commit --------------------------------------------------------------- */
+
+TestSuite(commit, .init = setup, .fini = teardown);
+
+Test(commit, put_replaces_and_adds_untouched_entries_stay_put)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c[] = { put("b.txt", "BRAVO, longer than before", 201),
+				  put("new\\deep\\e.txt", "echo", 600) };
+	struct res_error err = { 0 };
+	GByteArray *before = file_bytes(fx.path), *after;
+	uint32_t a_off, d_off, c_off;
+
+	expect_archive(fx.path, want);
+	a_off = offset_of(want, "a.txt");
+	d_off = offset_of(want, "d.txt");
+	c_off = offset_of(want, "dir\\c.txt");
+	cr_assert_eq(a_off, d_off, "the fixture shares the data of a.txt and d.txt");
+
+	cr_assert_eq(commit_path(fx.path, c, 2, NULL, &err), 0, "%s", err.msg);
+	snap_put(want, "b.txt", H_STR("BRAVO, longer than before"), 201);
+	snap_put(want, "new\\deep\\e.txt", H_STR("echo"), 600);
+	expect_archive(fx.path, want);
+	cr_assert_eq(offset_of(want, "a.txt"), a_off, "untouched entries keep their offsets");
+	cr_assert_eq(offset_of(want, "d.txt"), d_off, "shared data stays shared");
+	cr_assert_eq(offset_of(want, "dir\\c.txt"), c_off);
+	cr_assert_geq(offset_of(want, "b.txt"), before->len, "new data is appended");
+	cr_assert_eq(offset_of(want, "b.txt") % 16, 0);
+	cr_assert_eq(offset_of(want, "new\\deep\\e.txt") % 16, 0);
+
+	/* every byte the old header reached is as it was, but the header */
+	after = file_bytes(fx.path);
+	cr_assert_gt(after->len, before->len);
+	cr_assert_eq(memcmp(after->data + 16, before->data + 16, before->len - 16), 0,
+		     "a commit overwrites nothing but the header");
+	cr_assert_eq(h_get_u32(after, 8) % 16, 0, "the table is aligned");
+	cr_assert_eq((uint64_t)h_get_u32(after, 8) + 22u * h_get_u32(after, 4) + h_get_u32(after, 12),
+		     after->len, "the name block ends the file");
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
+	g_hash_table_destroy(want);
+}
+
+Test(commit, put_of_one_shared_copy_leaves_the_other)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c = put("a.txt", "alpha", 101);
+	struct res_error err = { 0 };
+	uint32_t d_off;
+
+	expect_archive(fx.path, want);
+	d_off = offset_of(want, "d.txt");
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	snap_put(want, "a.txt", H_STR("alpha"), 101);
+	expect_archive(fx.path, want);
+	cr_assert_eq(offset_of(want, "d.txt"), d_off);
+	cr_assert_neq(offset_of(want, "a.txt"), d_off);
+	g_hash_table_destroy(want);
+}
+
+Test(commit, unchanged_commit_writes_nothing)
+{
+	struct res_change same[] = { put("b.txt", "bravo", 200), put("z.txt", "", 500),
+				     put("D.TXT", "same", 400) };
+	struct res_error err = { 0 };
+	struct stat st0, st1;
+	GByteArray *before = file_bytes(fx.path), *after;
+
+	cr_assert_eq(stat(fx.path, &st0), 0);
+	usleep(20000); /* a write now would show in the mtime */
+	cr_assert_eq(commit_path(fx.path, same, 2, NULL, &err), 1, "%s", err.msg);
+	cr_assert_eq(commit_path(fx.path, NULL, 0, NULL, &err), 1, "%s", err.msg);
+	cr_assert_eq(stat(fx.path, &st1), 0);
+	after = file_bytes(fx.path);
+	cr_assert_eq(st1.st_size, st0.st_size);
+	cr_assert(st1.st_mtim.tv_sec == st0.st_mtim.tv_sec && st1.st_mtim.tv_nsec == st0.st_mtim.tv_nsec,
+		  "the file was written");
+	cr_assert_eq(after->len, before->len);
+	cr_assert_eq(memcmp(after->data, before->data, before->len), 0);
+
+	/* another spelling is a change of the name only: no data appended */
+	cr_assert_eq(commit_path(fx.path, &same[2], 1, NULL, &err), 0, "%s", err.msg);
+	g_byte_array_unref(after);
+	after = file_bytes(fx.path);
+	cr_assert_eq(after->len, 16 * ((before->len + 15) / 16) + 5 * 22 + 29, "only a table was appended");
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
+}
+
+Test(commit, same_bytes_new_timestamp_keeps_the_data)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c = put("dir\\c.txt", "charlie in a folder", 301);
+	struct res_error err = { 0 };
+	uint32_t c_off;
+
+	expect_archive(fx.path, want);
+	c_off = offset_of(want, "dir\\c.txt");
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	snap_put(want, "dir\\c.txt", H_STR("charlie in a folder"), 301);
+	expect_archive(fx.path, want);
+	cr_assert_eq(offset_of(want, "dir\\c.txt"), c_off);
+	g_hash_table_destroy(want);
+}
+
+Test(commit, put_matches_case_insensitively_and_stores_the_new_spelling)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c = put("DIR\\C.TXT", "upper", 7);
+	struct res_error err = { 0 };
+
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	g_hash_table_remove(want, "dir\\c.txt");
+	snap_put(want, "DIR\\C.TXT", H_STR("upper"), 7);
+	expect_archive(fx.path, want);
+	g_hash_table_destroy(want);
+}
+
+Test(commit, delete_and_rename)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change rm = del("b.txt");
+	struct res_change rename[] = { del("dir\\c.txt"), put("renamed.txt", "charlie in a folder", 300) };
+	struct res_change missing = del("nothing.txt");
+	struct res_error err = { 0 };
+	GByteArray *before, *after;
+
+	cr_assert_eq(commit_path(fx.path, &rm, 1, NULL, &err), 0, "%s", err.msg);
+	g_hash_table_remove(want, "b.txt");
+	expect_archive(fx.path, want);
+	cr_assert_eq(commit_path(fx.path, rename, 2, NULL, &err), 0, "%s", err.msg);
+	g_hash_table_remove(want, "dir\\c.txt");
+	snap_put(want, "renamed.txt", H_STR("charlie in a folder"), 300);
+	expect_archive(fx.path, want);
+
+	before = file_bytes(fx.path);
+	cr_assert_eq(commit_path(fx.path, &missing, 1, NULL, &err), -1);
+	cr_assert_eq(err.code, ENOENT, "%s", err.msg);
+	after = file_bytes(fx.path);
+	cr_assert(before->len == after->len && memcmp(before->data, after->data, after->len) == 0,
+		  "a refused commit wrote");
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
+	g_hash_table_destroy(want);
+}
+
+Test(commit, delete_everything_then_put_again)
+{
+	GHashTable *want = snap_new();
+	struct res_change all[G_N_ELEMENTS(base)];
+	struct res_change c = put("only.txt", "one", 1);
+	struct res_error err = { 0 };
+	GByteArray *b;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(base); i++)
+		all[i] = del(base[i].name);
+	cr_assert_eq(commit_path(fx.path, all, G_N_ELEMENTS(all), NULL, &err), 0, "%s", err.msg);
+	b = file_bytes(fx.path);
+	cr_assert_eq(h_get_u32(b, 4), 0);
+	cr_assert_eq(h_get_u32(b, 8), 0, "the empty archive as eilib writes it");
+	cr_assert_eq(h_get_u32(b, 12), 0);
+	g_byte_array_unref(b);
+	expect_archive(fx.path, want);
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	snap_put(want, "only.txt", H_STR("one"), 1);
+	expect_archive(fx.path, want);
+	g_hash_table_destroy(want);
+}
+
+Test(commit, later_changes_win_within_one_commit)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c[] = { put("x.txt", "first", 1), put("X.txt", "second", 2), del("a.txt"),
+				  put("a.txt", "back", 3) };
+	struct res_error err = { 0 };
+
+	cr_assert_eq(commit_path(fx.path, c, G_N_ELEMENTS(c), NULL, &err), 0, "%s", err.msg);
+	snap_put(want, "X.txt", H_STR("second"), 2);
+	snap_put(want, "a.txt", H_STR("back"), 3);
+	expect_archive(fx.path, want);
+	g_hash_table_destroy(want);
+}
+
+Test(commit, many_commits_in_a_row)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	GRand *rnd = g_rand_new_with_seed(1234);
+	struct res_error err = { 0 };
+	char names[8][16];
+
+	for (int i = 0; i < 8; i++)
+		g_snprintf(names[i], sizeof names[i], "%sf%d.dat", i % 3 ? "" : "sub\\", i);
+	for (int round = 0; round < 120; round++) {
+		const char *name = names[g_rand_int_range(rnd, 0, 8)];
+		struct res_change c;
+		char *data = NULL;
+
+		if (g_hash_table_contains(want, name) && g_rand_int_range(rnd, 0, 4) == 0) {
+			c = del(name);
+			g_hash_table_remove(want, name);
+		} else {
+			size_t len = (size_t)g_rand_int_range(rnd, 0, 3000);
+
+			data = g_malloc(len + 1);
+			for (size_t k = 0; k < len; k++)
+				data[k] = (char)('a' + g_rand_int_range(rnd, 0, 26));
+			data[len] = '\0';
+			c = put(name, data, (uint32_t)round);
+			snap_put(want, name, data, len, (uint32_t)round);
+		}
+		cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "round %d: %s", round, err.msg);
+		expect_archive(fx.path, want);
+		g_free(data);
+	}
+	g_rand_free(rnd);
+	g_hash_table_destroy(want);
+}
+
+/* ---- crashes ------------------------------------------------------------ */
+
+static int stop_at(void *ctx, int step)
+{
+	return step == *(int *)ctx;
+}
+
+/* A crash before each step leaves the old archive (steps 1 to 4: the header
+ * was not switched yet) or the new one (step 5: only its flush is missing);
+ * nothing else, and a later commit works on what is left. */
+Test(commit, crash_before_each_step_leaves_old_or_new)
+{
+	GByteArray *orig = file_bytes(fx.path);
+	struct res_change c[] = { put("b.txt", "a new bravo", 9), del("d.txt"), put("fresh.txt", "hi", 9) };
+	struct res_change after_crash = put("later.txt", "later", 10);
+
+	for (int step = RES_STEP_DATA; step <= RES_STEP_SYNC_HEADER + 1; step++) {
+		GHashTable *old = snap_of_items(base, G_N_ELEMENTS(base));
+		GHashTable *fresh = snap_of_items(base, G_N_ELEMENTS(base));
+		struct res_commit_options opt = { .align = 1, .fault = stop_at, .fault_ctx = &step };
+		struct res_error err = { 0 };
+		char *path = h_write_file(fx.dir, "crash.res", orig->data, orig->len);
+		int rc = commit_path(path, c, G_N_ELEMENTS(c), &opt, &err);
+
+		snap_put(fresh, "b.txt", H_STR("a new bravo"), 9);
+		g_hash_table_remove(fresh, "d.txt");
+		snap_put(fresh, "fresh.txt", H_STR("hi"), 9);
+		if (step <= RES_STEP_SYNC_HEADER) {
+			cr_assert_eq(rc, -1, "step %d", step);
+			cr_assert_eq(err.code, ECANCELED, "step %d: %s", step, err.msg);
+		} else {
+			cr_assert_eq(rc, 0, "%s", err.msg);
+		}
+		expect_archive(path, step < RES_STEP_SYNC_HEADER ? old : fresh);
+
+		/* the next commit starts from whichever state that was */
+		opt.fault = NULL;
+		cr_assert_eq(commit_path(path, &after_crash, 1, &opt, &err), 0, "%s", err.msg);
+		snap_put(step < RES_STEP_SYNC_HEADER ? old : fresh, "later.txt", H_STR("later"), 10);
+		expect_archive(path, step < RES_STEP_SYNC_HEADER ? old : fresh);
+		g_hash_table_destroy(old);
+		g_hash_table_destroy(fresh);
+		g_free(path);
+	}
+	g_byte_array_unref(orig);
+}
+
+/* A crash in the middle of a write: whatever part of the appended bytes
+ * reached the file, the header still describes the old archive. */
+Test(commit, torn_append_is_dead_space)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c = put("b.txt", "bravo two", 2);
+	struct res_error err = { 0 };
+	int fd = open(fx.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "\xff\xff\xff half a table", 17), 17);
+	close(fd);
+	expect_archive(fx.path, want);
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	snap_put(want, "b.txt", H_STR("bravo two"), 2);
+	expect_archive(fx.path, want);
+	g_hash_table_destroy(want);
+}
+
+/* A write that fails (here: past a file size limit, as on a full disk)
+ * leaves the old archive and takes back what it appended. */
+Test(commit, failed_write_takes_back_the_append)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	GByteArray *before = file_bytes(fx.path), *after;
+	char big[5000];
+	struct res_change c = { "b.txt", 5, RES_PUT, (const unsigned char *)big, sizeof big, 1 };
+	struct res_error err = { 0 };
+	struct rlimit old, small;
+
+	memset(big, 'b', sizeof big);
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	small = old;
+	small.rlim_cur = before->len + 1000;
+	signal(SIGXFSZ, SIG_IGN);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), -1);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	cr_assert_eq(err.code, EFBIG, "%s", err.msg);
+	after = file_bytes(fx.path);
+	cr_assert(before->len == after->len && memcmp(before->data, after->data, after->len) == 0,
+		  "the file is not as it was (%u bytes, was %u)", after->len, before->len);
+	expect_archive(fx.path, want);
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
+	g_hash_table_destroy(want);
+}
+
+/* ---- refusals ----------------------------------------------------------- */
+
+Test(commit, refuses_bad_changes_and_damaged_archives)
+{
+	static const struct h_file broken[] = { { "a", "x", 1, -1, 0 } };
+	GByteArray *bad = h_archive(broken, 1);
+	char *bad_path;
+	struct res_change neg = { "x\xe0\xc0\xff\xdf\xfd\xdd", 7, RES_PUT, (const unsigned char *)"1", 1, 0 };
+	struct res_change empty = { "", 0, RES_PUT, (const unsigned char *)"1", 1, 0 };
+	struct res_change op = { "a", 1, 99, NULL, 0, 0 };
+	struct res_change ok = put("a", "fine", 1);
+	struct res_error err = { 0 };
+
+	cr_assert_eq(commit_path(fx.path, &neg, 1, NULL, &err), -1);
+	cr_assert_eq(err.code, EINVAL);
+	cr_assert(strstr(err.msg, "negative"), "%s", err.msg);
+	cr_assert_eq(commit_path(fx.path, &empty, 1, NULL, &err), -1);
+	cr_assert_eq(err.code, EINVAL);
+	cr_assert_eq(commit_path(fx.path, &op, 1, NULL, &err), -1);
+	cr_assert_eq(err.code, EINVAL);
+
+	h_put_u32(bad, 16 + 1 + 8, 1000); /* the entry's data offset, past the end */
+	bad_path = h_write_file(fx.dir, "bad.res", bad->data, bad->len);
+	cr_assert_eq(commit_path(bad_path, &ok, 1, NULL, &err), -1);
+	cr_assert_eq(err.code, EINVAL);
+	cr_assert(strstr(err.msg, "damaged"), "%s", err.msg);
+	g_free(bad_path);
+	g_byte_array_unref(bad);
+}
+
+Test(commit, replaced_file_is_stale)
+{
+	struct res_change c = put("a.txt", "x", 1);
+	struct res_error err = { 0 };
+	int fd = open(fx.path, O_RDWR | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(unlink(fx.path), 0); /* what a compaction's rename does to it */
+	cr_assert_eq(res_commit(fd, &c, 1, NULL, &err), -1);
+	cr_assert_eq(err.code, ESTALE, "%s", err.msg);
+	close(fd);
+}
+
+Test(commit, refuses_to_pass_4_gib)
+{
+	struct res_change c = put("big.txt", "0123456789abcdef0123456789", 1);
+	struct res_error err = { 0 };
+	GByteArray *before = file_bytes(fx.path);
+	int fd = open(fx.path, O_RDWR | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	/* dead space up to just below 4 GiB: a hole, it costs no disk */
+	cr_assert_eq(ftruncate(fd, (off_t)UINT32_MAX - 16), 0);
+	cr_assert_eq(res_commit(fd, &c, 1, NULL, &err), -1);
+	cr_assert_eq(err.code, EFBIG, "%s", err.msg);
+	cr_assert(strstr(err.msg, "compact"), "%s", err.msg);
+	cr_assert_eq(ftruncate(fd, (off_t)before->len), 0);
+	close(fd);
+	g_byte_array_unref(before);
+}
+
+/* ---- rebuild and compact ------------------------------------------------ */
+
+Test(commit, rebuild_of_a_nested_window)
+{
+	struct res_error err = { 0 };
+	GByteArray *a = h_pack(base, G_N_ELEMENTS(base), 1, 1, &err), *outer = g_byte_array_new();
+	GByteArray *out = g_byte_array_new();
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c[] = { put("dir\\c.txt", "changed", 5), del("b.txt") };
+	struct res_window w;
+	struct res_table t;
+	char *path;
+	int fd;
+
+	/* the archive as an entry at offset 100 of something bigger */
+	h_put(outer, 0, "garbage before", 14);
+	h_put(outer, 100, a->data, a->len);
+	h_put(outer, 100 + a->len, "garbage after", 13);
+	fd = h_memfd(outer->data, outer->len);
+	w = (struct res_window){ fd, 100, a->len };
+
+	cr_assert_eq(res_rebuild(&w, NULL, 0, NULL, out, &err), 1, "%s", err.msg);
+	cr_assert_eq(out->len, a->len, "no change: the same packer layout");
+	cr_assert_eq(memcmp(out->data, a->data, a->len), 0);
+
+	cr_assert_eq(res_rebuild(&w, c, 2, NULL, out, &err), 0, "%s", err.msg);
+	snap_put(want, "dir\\c.txt", H_STR("changed"), 5);
+	g_hash_table_remove(want, "b.txt");
+	path = h_write_file(fx.dir, "rebuilt.res", out->data, out->len);
+	expect_archive(path, want);
+	cr_assert_eq(offset_of(want, "a.txt"), offset_of(want, "d.txt"), "sharing survives a rebuild");
+	cr_assert_eq(res_table_parse(out->data, out->len, &t, &err), 0);
+	cr_assert_eq((uint64_t)t.hdr.table_offset + 22u * t.hdr.count + t.hdr.names_len, out->len,
+		     "nothing but the archive");
+	res_table_free(&t);
+
+	close(fd);
+	g_free(path);
+	g_hash_table_destroy(want);
+	g_byte_array_unref(a);
+	g_byte_array_unref(outer);
+	g_byte_array_unref(out);
+}
+
+Test(commit, compact_reclaims_dead_space)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_error err = { 0 };
+	struct stat st0, st1;
+	char big[5000];
+
+	memset(big, 'q', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	cr_assert_eq(chmod(fx.path, 0640), 0);
+	for (uint32_t i = 0; i < 10; i++) {
+		struct res_change c = put("b.txt", big + i, i);
+
+		cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	}
+	snap_put(want, "b.txt", big + 9, strlen(big + 9), 9);
+	expect_archive(fx.path, want);
+	cr_assert_eq(stat(fx.path, &st0), 0);
+	cr_assert_gt(st0.st_size, 40000, "ten versions of b.txt");
+
+	cr_assert_eq(res_compact(fx.path, &err), 0, "%s", err.msg);
+	cr_assert_eq(stat(fx.path, &st1), 0);
+	expect_archive(fx.path, want);
+	cr_assert_lt(st1.st_size, 6000, "%lld bytes after compaction", (long long)st1.st_size);
+	cr_assert_eq(st1.st_mode & 07777, 0640, "mode %o", st1.st_mode & 07777);
+	cr_assert_eq(offset_of(want, "a.txt"), offset_of(want, "d.txt"), "sharing survives compaction");
+
+	/* no temporary file left */
+	{
+		GDir *d = g_dir_open(fx.dir, 0, NULL);
+		const char *name;
+		int files = 0;
+
+		while ((name = g_dir_read_name(d)))
+			files++;
+		g_dir_close(d);
+		cr_assert_eq(files, 1);
+	}
+	g_hash_table_destroy(want);
+}
+
+Test(commit, compact_of_a_compact_archive_keeps_it)
+{
+	GByteArray *before = file_bytes(fx.path), *after;
+	struct res_error err = { 0 };
+
+	cr_assert_eq(res_compact(fx.path, &err), 0, "%s", err.msg);
+	after = file_bytes(fx.path);
+	cr_assert(before->len == after->len && memcmp(before->data, after->data, after->len) == 0,
+		  "a packed archive is already compact");
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
+}
