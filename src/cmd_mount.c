@@ -218,6 +218,8 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	}
 	if (!m.foreground)
 		log_to_syslog();
+	/* threads only now: fuse_daemonize forks */
+	view_cache_read_ahead(fs.views, fs.tree, 1);
 	/* libfuse returns the number of the signal that ended the loop, or a
 	 * negative errno when it failed */
 	status = serve(se, m.single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;

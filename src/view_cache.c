@@ -17,6 +17,8 @@ struct cached {
 };
 
 struct view_cache {
+	GThreadPool *ahead; /* converts the next view of a directory while one is read */
+	struct tree *ahead_tree;
 	GMutex lock;
 	GCond done;         /* a conversion finished */
 	GHashTable *map;    /* view node -> struct cached */
@@ -38,6 +40,19 @@ static void cached_free(gpointer p)
 	g_free(e);
 }
 
+static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct tree_node *view, int *err,
+				  int ahead);
+
+static void convert_ahead(gpointer view, gpointer cache)
+{
+	struct view_cache *c = cache;
+	int err;
+	GBytes *b = view_cache_get_one(c, c->ahead_tree, view, &err, 0);
+
+	if (b)
+		g_bytes_unref(b);
+}
+
 struct view_cache *view_cache_new(uint64_t max_bytes)
 {
 	struct view_cache *c = g_new0(struct view_cache, 1);
@@ -54,6 +69,8 @@ void view_cache_free(struct view_cache *c)
 {
 	if (!c)
 		return;
+	if (c->ahead)
+		g_thread_pool_free(c->ahead, TRUE, TRUE);
 	g_hash_table_destroy(c->map);
 	g_cond_clear(&c->done);
 	g_mutex_clear(&c->lock);
@@ -125,10 +142,36 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e)
 	g_cond_broadcast(&c->done);
 }
 
+/* The view after this one in its directory: where a reader of many views
+ * (cat *.png, a thumbnailer) goes next. */
+static struct tree_node *next_view(struct tree_node *view)
+{
+	const struct tree_dir *d = view->parent->dir;
+	struct tree_node *end = d->child + d->count;
+
+	for (struct tree_node *n = view + 1; n < end; n++)
+		if (n->kind == NODE_VIEW && n->view == view->view)
+			return n;
+	return NULL;
+}
+
+void view_cache_read_ahead(struct view_cache *c, struct tree *t, int threads)
+{
+	c->ahead_tree = t;
+	c->ahead = g_thread_pool_new(convert_ahead, c, threads, FALSE, NULL);
+}
+
 GBytes *view_cache_get(struct view_cache *c, struct tree *t, struct tree_node *view, int *err)
+{
+	return view_cache_get_one(c, t, view, err, 1);
+}
+
+static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct tree_node *view, int *err,
+				  int ahead)
 {
 	struct cached *e;
 	GBytes *bytes;
+	struct tree_node *next = NULL;
 
 	g_mutex_lock(&c->lock);
 	e = g_hash_table_lookup(c->map, view);
@@ -140,6 +183,8 @@ GBytes *view_cache_get(struct view_cache *c, struct tree *t, struct tree_node *v
 		g_hash_table_insert(c->map, view, e);
 		g_queue_push_head_link(&c->lru, &e->link);
 		convert(c, t, e);
+		if (ahead && c->ahead && (next = next_view(view)) && g_hash_table_contains(c->map, next))
+			next = NULL;
 	} else {
 		e->users++;
 		while (e->converting)
@@ -152,6 +197,8 @@ GBytes *view_cache_get(struct view_cache *c, struct tree *t, struct tree_node *v
 	*err = e->error;
 	evict(c, e);
 	g_mutex_unlock(&c->lock);
+	if (next)
+		g_thread_pool_push(c->ahead, next, NULL);
 	return bytes;
 }
 
