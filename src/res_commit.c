@@ -195,15 +195,26 @@ static int same_data(const struct res_pack_item *it, const unsigned char *data, 
 	return 0;
 }
 
+static int storable_name(const char *name, size_t len, size_t k, struct res_error *err)
+{
+	if (len == 0 || len > UINT16_MAX)
+		return fail(err, EINVAL, 0, "change %zu: a name of %zu bytes cannot be stored", k, len);
+	if (res_hash(name, len, 1) < 0)
+		return fail(err, EINVAL, 0, "\"%.*s\": negative signed-char hash sum; the game could not find it",
+			    (int)len, name);
+	return 0;
+}
+
 static int check_change(const struct res_change *c, size_t k, struct res_error *err)
 {
-	if (c->op != RES_PUT && c->op != RES_DELETE)
+	if (c->op != RES_PUT && c->op != RES_DELETE && c->op != RES_RENAME)
 		return fail(err, EINVAL, 0, "change %zu: unknown operation %d", k, c->op);
 	if (c->name_len == 0 || c->name_len > UINT16_MAX)
 		return fail(err, EINVAL, 0, "change %zu: a name of %zu bytes cannot be stored", k, c->name_len);
-	if (c->op == RES_PUT && res_hash(c->name, c->name_len, 1) < 0)
-		return fail(err, EINVAL, 0, "\"%.*s\": negative signed-char hash sum; the game could not find it",
-			    (int)c->name_len, c->name);
+	if (c->op == RES_PUT && storable_name(c->name, c->name_len, k, err) < 0)
+		return -1;
+	if (c->op == RES_RENAME && storable_name(c->to, c->to_len, k, err) < 0)
+		return -1;
 	if (c->op == RES_PUT && (uint64_t)c->len > UINT32_MAX)
 		return fail(err, EFBIG, 0, "\"%.*s\": %zu bytes do not fit an entry", (int)c->name_len,
 			    c->name, c->len);
@@ -245,19 +256,50 @@ static int apply_put(struct edit *ed, const struct res_change *c, struct res_err
 	return 0;
 }
 
-static int apply_delete(struct edit *ed, const struct res_change *c, struct res_error *err)
+/* Forgets item i (deleted, or renamed away from its name). */
+static void edit_unname(struct edit *ed, int64_t i)
 {
-	int64_t i = edit_find(ed, c->name, c->name_len);
-	GBytes *key;
+	struct res_pack_item *it = item(ed, (guint)i);
+	GBytes *key = name_key(it->name, it->name_len);
 
-	if (i < 0)
-		return fail(err, ENOENT, 0, "\"%.*s\" is not in the archive", (int)c->name_len, c->name);
-	ed->gone->data[i] = 1;
-	ed->changed = 1;
-	key = name_key(c->name, c->name_len);
 	if (GPOINTER_TO_UINT(g_hash_table_lookup(ed->by_name, key)) == (guint)i + 1)
 		g_hash_table_remove(ed->by_name, key);
 	g_bytes_unref(key);
+}
+
+static int apply_delete(struct edit *ed, const struct res_change *c, struct res_error *err)
+{
+	int64_t i = edit_find(ed, c->name, c->name_len);
+
+	if (i < 0)
+		return fail(err, ENOENT, 0, "\"%.*s\" is not in the archive", (int)c->name_len, c->name);
+	edit_unname(ed, i);
+	ed->gone->data[i] = 1;
+	ed->changed = 1;
+	return 0;
+}
+
+/* The entry keeps its data, offset and timestamp; only the name moves. */
+static int apply_rename(struct edit *ed, const struct res_change *c, struct res_error *err)
+{
+	int64_t i = edit_find(ed, c->name, c->name_len), taken;
+	struct res_pack_item *it;
+
+	if (i < 0)
+		return fail(err, ENOENT, 0, "\"%.*s\" is not in the archive", (int)c->name_len, c->name);
+	it = item(ed, (guint)i);
+	if (it->name_len == c->to_len && memcmp(it->name, c->to, c->to_len) == 0)
+		return 0;
+	taken = edit_find(ed, c->to, c->to_len);
+	if (taken >= 0 && taken != i) {
+		edit_unname(ed, taken);
+		ed->gone->data[taken] = 1;
+	}
+	edit_unname(ed, i);
+	it->name = (char *)c->to;
+	it->name_len = c->to_len;
+	g_hash_table_insert(ed->by_name, name_key(c->to, c->to_len), GUINT_TO_POINTER((guint)i + 1));
+	ed->changed = 1;
 	return 0;
 }
 
@@ -269,7 +311,8 @@ static int edit_apply(struct edit *ed, const struct res_change *changes, size_t 
 		int rc = check_change(c, k, err);
 
 		if (rc == 0)
-			rc = c->op == RES_PUT ? apply_put(ed, c, err) : apply_delete(ed, c, err);
+			rc = c->op == RES_PUT ? apply_put(ed, c, err)
+			     : c->op == RES_DELETE ? apply_delete(ed, c, err) : apply_rename(ed, c, err);
 		if (rc < 0)
 			return -1;
 	}

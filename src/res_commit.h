@@ -12,20 +12,23 @@
 #include "res.h"
 #include "res_write.h"
 
-enum { RES_PUT = 1, RES_DELETE = 2 };
+enum { RES_PUT = 1, RES_DELETE = 2, RES_RENAME = 3 };
 
 /* One change.  Its name matches an entry ASCII case-insensitively, as the
  * game compares (an entry spelt exactly so is preferred among case
  * variants): RES_PUT replaces that entry, stored under this spelling, or
- * adds one; RES_DELETE removes it.  A rename is a delete and a put.
+ * adds one; RES_DELETE removes it; RES_RENAME gives it the name `to`,
+ * keeping its data where it is, and replaces an entry already so named.
  * Changes apply in order. */
 struct res_change {
 	const char *name;          /* stored cp1251 name, '\' between directories */
 	size_t name_len;
-	int op;                    /* RES_PUT, RES_DELETE */
+	int op;                    /* RES_PUT, RES_DELETE, RES_RENAME */
 	const unsigned char *data; /* RES_PUT: the new contents, len bytes */
 	size_t len;
 	uint32_t mtime;            /* RES_PUT: the entry's timestamp */
+	const char *to;            /* RES_RENAME: the new stored name */
+	size_t to_len;
 };
 
 /* The steps of res_commit, in order. */

@@ -204,12 +204,12 @@ static int commit_path(const char *path, const struct res_change *c, size_t n,
 static struct res_change put(const char *name, const char *data, uint32_t mtime)
 {
 	return (struct res_change){ name, strlen(name), RES_PUT, (const unsigned char *)data,
-				    strlen(data), mtime };
+				    strlen(data), mtime, NULL, 0 };
 }
 
 static struct res_change del(const char *name)
 {
-	return (struct res_change){ name, strlen(name), RES_DELETE, NULL, 0, 0 };
+	return (struct res_change){ name, strlen(name), RES_DELETE, NULL, 0, 0, NULL, 0 };
 }
 
 static uint32_t offset_of(GHashTable *s, const char *name)
@@ -322,6 +322,58 @@ Test(commit, same_bytes_new_timestamp_keeps_the_data)
 	snap_put(want, "dir\\c.txt", H_STR("charlie in a folder"), 301);
 	expect_archive(fx.path, want);
 	cr_assert_eq(offset_of(want, "dir\\c.txt"), c_off);
+	g_hash_table_destroy(want);
+}
+
+static struct res_change ren(const char *from, const char *to)
+{
+	return (struct res_change){ from, strlen(from), RES_RENAME, NULL, 0, 0, to, strlen(to) };
+}
+
+Test(commit, rename_keeps_the_data_in_place_and_replaces_the_target)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change move = ren("dir\\c.txt", "moved\\c2.txt");
+	struct res_change over = ren("b.txt", "A.TXT");
+	struct res_change same = ren("z.txt", "z.txt");
+	struct res_change missing = ren("nothing.txt", "x.txt");
+	struct res_error err = { 0 };
+	uint32_t c_off, b_off, d_off;
+	GByteArray *before, *after;
+
+	expect_archive(fx.path, want);
+	c_off = offset_of(want, "dir\\c.txt");
+	b_off = offset_of(want, "b.txt");
+	d_off = offset_of(want, "d.txt");
+	before = file_bytes(fx.path);
+	cr_assert_eq(commit_path(fx.path, &move, 1, NULL, &err), 0, "%s", err.msg);
+	after = file_bytes(fx.path);
+	cr_assert_eq(after->len, 16 * ((before->len + 15) / 16) + 5 * 22 + 32,
+		     "a rename appends a table, no data");
+	g_hash_table_remove(want, "dir\\c.txt");
+	snap_put(want, "moved\\c2.txt", H_STR("charlie in a folder"), 300);
+	expect_archive(fx.path, want);
+	cr_assert_eq(offset_of(want, "moved\\c2.txt"), c_off, "the data stays where it was");
+
+	/* over an existing entry (another case): the target is replaced */
+	cr_assert_eq(commit_path(fx.path, &over, 1, NULL, &err), 0, "%s", err.msg);
+	g_hash_table_remove(want, "b.txt");
+	g_hash_table_remove(want, "a.txt");
+	snap_put(want, "A.TXT", H_STR("bravo"), 200);
+	expect_archive(fx.path, want);
+	cr_assert_eq(offset_of(want, "A.TXT"), b_off);
+	cr_assert_eq(offset_of(want, "d.txt"), d_off, "d.txt shared a.txt's data and keeps it");
+
+	g_byte_array_unref(before);
+	before = file_bytes(fx.path);
+	cr_assert_eq(commit_path(fx.path, &same, 1, NULL, &err), 1, "a rename to itself changes nothing");
+	cr_assert_eq(commit_path(fx.path, &missing, 1, NULL, &err), -1);
+	cr_assert_eq(err.code, ENOENT, "%s", err.msg);
+	g_byte_array_unref(after);
+	after = file_bytes(fx.path);
+	cr_assert(before->len == after->len && memcmp(before->data, after->data, after->len) == 0);
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
 	g_hash_table_destroy(want);
 }
 
@@ -511,7 +563,7 @@ Test(commit, failed_write_takes_back_the_append)
 	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
 	GByteArray *before = file_bytes(fx.path), *after;
 	char big[5000];
-	struct res_change c = { "b.txt", 5, RES_PUT, (const unsigned char *)big, sizeof big, 1 };
+	struct res_change c = { "b.txt", 5, RES_PUT, (const unsigned char *)big, sizeof big, 1, NULL, 0 };
 	struct res_error err = { 0 };
 	struct rlimit old, small;
 
@@ -540,9 +592,9 @@ Test(commit, refuses_bad_changes_and_damaged_archives)
 	static const struct h_file broken[] = { { "a", "x", 1, -1, 0 } };
 	GByteArray *bad = h_archive(broken, 1);
 	char *bad_path;
-	struct res_change neg = { "x\xe0\xc0\xff\xdf\xfd\xdd", 7, RES_PUT, (const unsigned char *)"1", 1, 0 };
-	struct res_change empty = { "", 0, RES_PUT, (const unsigned char *)"1", 1, 0 };
-	struct res_change op = { "a", 1, 99, NULL, 0, 0 };
+	struct res_change neg = { "x\xe0\xc0\xff\xdf\xfd\xdd", 7, RES_PUT, (const unsigned char *)"1", 1, 0, NULL, 0 };
+	struct res_change empty = { "", 0, RES_PUT, (const unsigned char *)"1", 1, 0, NULL, 0 };
+	struct res_change op = { "a", 1, 99, NULL, 0, 0, NULL, 0 };
 	struct res_change ok = put("a", "fine", 1);
 	struct res_error err = { 0 };
 
