@@ -1,0 +1,36 @@
+/* Changing an archive file by the paths the tree shows inside it: the
+ * entries named go into their innermost archive, nested archives are
+ * rebuilt around them from the inside out, and the archive file takes the
+ * result in one crash-safe commit (res_commit.h).  Shared by `eifs put/rm`
+ * and the mount.  No FUSE, no globals. */
+#ifndef EIFS_SAVE_H
+#define EIFS_SAVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "res.h"
+#include "res_commit.h"
+
+struct save_op {
+	int op;                    /* RES_PUT, RES_DELETE, RES_RENAME */
+	const char *path;          /* UTF-8, '/' between folders, below the archive file */
+	const char *to;            /* RES_RENAME: the new path, in the same innermost archive */
+	const unsigned char *data; /* RES_PUT: len bytes */
+	size_t len;
+	uint32_t mtime;            /* RES_PUT: the entry's timestamp */
+};
+
+/* Applies ops, in order, to the archive file at file.  Every op must name
+ * an entry of the same innermost archive (EXDEV otherwise); a put may
+ * create the entry and the backslash folders above it.  The file is
+ * locked (flock) and read afresh, so concurrent savers serialise and none
+ * works from a stale table; a compaction that replaces the file meanwhile
+ * is followed.  opt may be NULL.  Returns 0, 1 when the archive already
+ * was so (nothing written), or -1 with err: ENOENT (no such entry),
+ * EISDIR, ENOTDIR, EXDEV, EILSEQ (a name without a cp1251 form), EINVAL,
+ * or what reading and writing the file gave. */
+int save_archive(const char *file, const struct save_op *ops, size_t n,
+		 const struct res_commit_options *opt, struct res_error *err);
+
+#endif
