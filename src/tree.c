@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,11 +18,12 @@
 struct tree {
 	struct tree_node root;
 	char *src_path;
+	char *root_name;
 	GMutex lock;            /* serialises directory loads */
-	GStringChunk *names;    /* every node name */
-	GPtrArray *sources;     /* struct tree_source *, closed at free */
-	GPtrArray *dirs;        /* struct tree_dir *, freed at free */
+	pthread_rwlock_t reload_lock; /* readers of nodes against tree_reload */
+	uint64_t generation;    /* bumped by every reload */
 	uint64_t nodes;
+	int writable;
 	uid_t uid;              /* owner of SRC, shown as every node's owner */
 	gid_t gid;
 };
@@ -38,16 +40,18 @@ static uint64_t node_ino(uint64_t parent_ino, const char *name)
 	return h <= 1 ? h + 2 : h; /* 0 is invalid, 1 is the root */
 }
 
-static uint32_t dir_mode(uint32_t file_mode)
+/* An archive shown as a directory: searchable where readable, and
+ * writable where the mount may write its file. */
+static uint32_t dir_mode(uint32_t file_mode, int writable)
 {
 	uint32_t r = file_mode & 0444;
 
-	return S_IFDIR | r | (r >> 2);
+	return S_IFDIR | r | (r >> 2) | (writable ? file_mode & 0222 : 0);
 }
 
 static uint32_t entry_mode(uint32_t archive_mode)
 {
-	return S_IFREG | (archive_mode & 0444);
+	return S_IFREG | (archive_mode & 0666);
 }
 
 int tree_is_dir(const struct tree_node *n)
@@ -66,7 +70,7 @@ char *tree_path(const struct tree_node *n)
 	return g_string_free(s, FALSE);
 }
 
-/* The real path of a FOLDER or PLAIN node. */
+/* The real path of a FOLDER or PLAIN node (or a top-level archive). */
 static char *real_path(const struct tree *t, const struct tree_node *n)
 {
 	GString *s = g_string_new(NULL);
@@ -79,7 +83,19 @@ static char *real_path(const struct tree *t, const struct tree_node *n)
 	return g_string_free(s, FALSE);
 }
 
-static struct tree_source *source_new(struct tree *t, int fd, const char *path)
+char *tree_real_path(const struct tree *t, const struct tree_node *n)
+{
+	return real_path(t, n);
+}
+
+/* Writable for the mount: write bits in the mode (root, who may write
+ * anything, still leaves a read-only archive alone) and write access. */
+static int may_write(const struct tree *t, const char *path, const struct stat *st)
+{
+	return t->writable && (st->st_mode & 0222) && access(path, W_OK) == 0;
+}
+
+static struct tree_source *source_new(struct tree *t, int fd, const char *path, const struct stat *st)
 {
 	struct tree_source *s = g_new0(struct tree_source, 1);
 
@@ -88,8 +104,24 @@ static struct tree_source *source_new(struct tree *t, int fd, const char *path)
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	s->fd = fd;
 	s->path = g_strdup(path);
-	g_ptr_array_add(t->sources, s);
+	s->refs = 1;
+	s->stamp = *st;
+	s->writable = may_write(t, path, st);
 	return s;
+}
+
+void tree_source_ref(struct tree_source *s)
+{
+	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+}
+
+void tree_source_unref(struct tree_source *s)
+{
+	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	close(s->fd);
+	g_free(s->path);
+	g_free(s);
 }
 
 /* ASCII case-insensitive, like the game's lookup. */
@@ -145,8 +177,36 @@ static struct tree_dir *dir_new(struct tree *t, uint32_t capacity)
 	d->capacity = capacity ? capacity : 1;
 	d->child = g_new0(struct tree_node, d->capacity);
 	dir_index_alloc(d, d->capacity);
-	g_ptr_array_add(t->dirs, d);
+	/* names average some 20 bytes; the chunk grows if they are longer */
+	d->names = g_string_chunk_new(MIN(64 * 1024, 24 * (gsize)d->capacity + 64));
 	return d;
+}
+
+static void pending_dir_free(struct pending_dir *p);
+
+/* Frees a directory and everything loaded below it. */
+static void dir_free(struct tree *t, struct tree_dir *d)
+{
+	if (!d)
+		return;
+	for (uint32_t k = 0; k < d->count; k++) {
+		struct tree_node *n = &d->child[k];
+
+		if (n->kind == NODE_PLAIN && n->plain_fd >= 0)
+			close(n->plain_fd);
+		else if (n->kind == NODE_VDIR && n->pending)
+			pending_dir_free(n->pending);
+		if (tree_is_dir(n))
+			dir_free(t, n->dir);
+		/* a top-level archive opened its file; nested ones share it */
+		if (n->kind == NODE_ARCHIVE && (!n->parent || n->parent->kind == NODE_FOLDER))
+			tree_source_unref(n->src);
+	}
+	t->nodes -= MIN(t->nodes, d->count);
+	g_free(d->child);
+	g_free(d->index);
+	g_string_chunk_free(d->names);
+	g_free(d);
 }
 
 /* Room for one more child.  Children move when the room grows: nothing
@@ -200,17 +260,17 @@ static struct tree_node *dir_find(const struct tree_dir *d, const char *name)
 	return dir_find_len(d, name, len, name_hash_len(name, len));
 }
 
-static void node_init_len(struct tree *t, struct tree_node *n, struct tree_node *parent,
+static void node_init_len(struct tree_dir *d, struct tree_node *n, struct tree_node *parent,
 			  const char *name, size_t len)
 {
 	n->parent = parent;
-	n->name = g_string_chunk_insert_len(t->names, name, (gssize)len);
+	n->name = g_string_chunk_insert_len(d->names, name, (gssize)len);
 	n->ino = node_ino(parent->ino, n->name);
 }
 
-static void node_init(struct tree *t, struct tree_node *n, struct tree_node *parent, const char *name)
+static void node_init(struct tree_dir *d, struct tree_node *n, struct tree_node *parent, const char *name)
 {
-	node_init_len(t, n, parent, name, strlen(name));
+	node_init_len(d, n, parent, name, strlen(name));
 }
 
 static int read_at(int fd, void *buf, size_t len, uint64_t off)
@@ -281,7 +341,7 @@ static void add_views(struct tree *t, struct tree_dir *d, struct tree_node *dir)
 		if (!dir_find(d, v->name)) {
 			n = dir_next_child(d); /* may move the children: src after it */
 			src = &d->child[v->source];
-			node_init(t, n, dir, v->name);
+			node_init(d, n, dir, v->name);
 			n->kind = NODE_VIEW;
 			n->view = (uint8_t)v->type;
 			n->source = v->source;
@@ -289,7 +349,7 @@ static void add_views(struct tree *t, struct tree_dir *d, struct tree_node *dir)
 			n->src = src->src;
 			n->mtime = src->mtime;
 			n->depth = src->depth;
-			n->mode = S_IFREG | (src->mode & 0444);
+			n->mode = S_IFREG | (src->mode & (view_is_editable(n->view) ? 0666 : 0444));
 			dir_index_add(d, d->count++, name_hash(n->name));
 		}
 		g_free(v->name);
@@ -311,15 +371,17 @@ static void folder_child(struct tree *t, struct tree_node *n, const char *path, 
 	}
 	n->kind = NODE_PLAIN;
 	n->plain_fd = -1;
+	n->offset = (uint64_t)st->st_ino; /* who it is, for caches of its views */
 	if (names_is_archive_ext(n->name)) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 		if (fd >= 0 && probe_archive(fd, 0, n->size, path, "shown as a file") == 0) {
 			n->kind = NODE_ARCHIVE;
+			n->offset = 0;
 			n->plain_fd = 0; /* the union now holds no table */
 			n->table = NULL;
-			n->src = source_new(t, fd, path);
-			n->mode = dir_mode(st->st_mode);
+			n->src = source_new(t, fd, path, st);
+			n->mode = dir_mode(st->st_mode, n->src->writable);
 			return;
 		}
 		if (fd >= 0)
@@ -337,9 +399,13 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 	struct tree_dir *td;
 	int rc = 0;
 
-	if (!d) {
+	struct stat self;
+
+	if (!d || fstat(dirfd(d), &self) < 0) {
 		rc = -errno;
 		log_msg(LOG_ERR, "%s: cannot open folder: %s", path, strerror(errno));
+		if (d)
+			closedir(d);
 		goto out;
 	}
 	while ((de = readdir(d))) {
@@ -354,11 +420,12 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 	}
 	closedir(d);
 	td = dir_new(t, names->len);
+	td->stamp = self.st_mtim;
 	for (guint i = 0; i < names->len; i++) {
 		struct tree_node *n = &td->child[i];
 		char *child_path = g_build_filename(path, names->pdata[i], NULL);
 
-		node_init(t, n, dir, names->pdata[i]);
+		node_init(td, n, dir, names->pdata[i]);
 		folder_child(t, n, child_path, &g_array_index(stats, struct stat, i));
 		dir_index_add(td, td->count, name_hash(n->name));
 		td->count++;
@@ -481,7 +548,7 @@ static void fill_entry(struct tree_node *n, struct tree_node *archive, const str
 	if (is_nested_archive(n, archive)) {
 		n->kind = NODE_ARCHIVE;
 		n->depth = archive->depth + 1;
-		n->mode = dir_mode(archive->mode);
+		n->mode = dir_mode(archive->mode, archive->src->writable);
 	}
 }
 
@@ -494,7 +561,7 @@ static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tr
 	uint32_t hash = name_hash_len(name, len);
 
 	if (!dir_find_len(d, name, len, hash)) {
-		node_init_len(t, n, parent, name, len);
+		node_init_len(d, n, parent, name, len);
 	} else {
 		char *taken = g_strndup(name, len), *free_name = g_strdup(taken);
 
@@ -506,7 +573,7 @@ static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tr
 		}
 		log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" is taken (case duplicate); shown as \"%s\"",
 			what, slot, taken, free_name);
-		node_init_len(t, n, parent, free_name, strlen(free_name));
+		node_init_len(d, n, parent, free_name, strlen(free_name));
 		hash = name_hash(free_name);
 		g_free(taken);
 		g_free(free_name);
@@ -561,7 +628,7 @@ static struct pending_dir *new_vdir(struct tree_node *c, struct archive_table *a
 	c->kind = NODE_VDIR;
 	c->src = archive->src;
 	c->mtime = archive->mtime;
-	c->mode = dir_mode(archive->mode);
+	c->mode = dir_mode(archive->mode, archive->src->writable);
 	c->depth = archive->depth;
 	p->at = at;
 	p->archive = archive;
@@ -851,103 +918,228 @@ static int read_root_table(struct tree *t, int fd, uint64_t len, const char *pat
 	return 0;
 }
 
-struct tree *tree_open(const char *path, int *err)
+static struct tree *tree_new(const char *path, int writable)
 {
 	struct tree *t = g_new0(struct tree, 1);
-	char *base = g_path_get_basename(path);
-	struct stat st;
+	pthread_rwlockattr_t attr;
 
 	t->src_path = realpath(path, NULL); /* the daemon runs from / */
-	t->names = g_string_chunk_new(64 * 1024);
-	t->sources = g_ptr_array_new();
-	t->dirs = g_ptr_array_new();
+	t->root_name = g_path_get_basename(path);
+	t->writable = writable;
 	g_mutex_init(&t->lock);
-	t->root.name = g_string_chunk_insert(t->names, base);
+	pthread_rwlockattr_init(&attr);
+	/* a save must not wait behind an endless stream of readers */
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&t->reload_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	t->root.name = t->root_name;
 	t->root.ino = 1;
-	g_free(base);
+	return t;
+}
+
+static int open_root_archive(struct tree *t, const char *path, const struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0) {
+		log_msg(LOG_ERR, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	rc = probe_archive(fd, 0, (uint64_t)st->st_size, path, "cannot be opened");
+	if (rc == 0)
+		rc = read_root_table(t, fd, (uint64_t)st->st_size, path);
+	if (rc != 0) {
+		if (rc > 0)
+			log_msg(LOG_ERR, "%s: offset 0: not a folder or a RES archive (no 3C E2 9C 01 magic)", path);
+		close(fd);
+		return rc > 0 ? -EINVAL : rc;
+	}
+	t->root.kind = NODE_ARCHIVE;
+	t->root.src = source_new(t, fd, path, st);
+	t->root.size = (uint64_t)st->st_size;
+	t->root.mode = dir_mode(st->st_mode, t->root.src->writable);
+	return 0;
+}
+
+static struct tree *open_tree(const char *path, int writable, int *err)
+{
+	struct tree *t = tree_new(path, writable);
+	struct stat st;
+	int rc;
+
 	if (!t->src_path || stat(path, &st) < 0) {
 		*err = errno;
 		log_msg(LOG_ERR, "%s: %s", path, strerror(errno));
-		goto fail;
+		tree_free(t);
+		return NULL;
 	}
 	t->root.mtime = st.st_mtime;
 	t->uid = st.st_uid;
 	t->gid = st.st_gid;
 	if (S_ISDIR(st.st_mode)) {
 		const struct tree_dir *d;
-		int rc;
 
 		t->root.kind = NODE_FOLDER;
 		t->root.mode = st.st_mode;
 		rc = tree_children(t, &t->root, &d);
-		if (rc < 0) {
-			*err = -rc;
-			goto fail;
-		}
 	} else {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		int rc;
-
-		if (fd < 0) {
-			*err = errno;
-			log_msg(LOG_ERR, "%s: %s", path, strerror(errno));
-			goto fail;
-		}
-		rc = probe_archive(fd, 0, (uint64_t)st.st_size, path, "cannot be opened");
-		if (rc == 0)
-			rc = read_root_table(t, fd, (uint64_t)st.st_size, path);
-		if (rc != 0) {
-			if (rc > 0)
-				log_msg(LOG_ERR, "%s: offset 0: not a folder or a RES archive (no 3C E2 9C 01 magic)", path);
-			close(fd);
-			*err = rc > 0 ? EINVAL : -rc;
-			goto fail;
-		}
-		t->root.kind = NODE_ARCHIVE;
-		t->root.src = source_new(t, fd, path);
-		t->root.size = (uint64_t)st.st_size;
-		t->root.mode = dir_mode(st.st_mode);
+		rc = open_root_archive(t, path, &st);
+	}
+	if (rc < 0) {
+		*err = -rc;
+		tree_free(t);
+		return NULL;
 	}
 	return t;
-fail:
-	tree_free(t);
-	return NULL;
+}
+
+struct tree *tree_open(const char *path, int *err)
+{
+	return open_tree(path, 0, err);
+}
+
+struct tree *tree_open_rw(const char *path, int *err)
+{
+	return open_tree(path, 1, err);
+}
+
+int tree_is_writable(const struct tree *t)
+{
+	return t->writable;
+}
+
+static void drop_root_table(struct tree *t)
+{
+	if (t->root.kind == NODE_ARCHIVE && t->root.table && !t->root.dir) {
+		res_table_free(t->root.table);
+		g_free(t->root.table);
+		t->root.table = NULL;
+	}
 }
 
 void tree_free(struct tree *t)
 {
 	if (!t)
 		return;
-	if (t->root.kind == NODE_ARCHIVE && t->root.table) {
-		res_table_free(t->root.table);
-		g_free(t->root.table);
-	}
-	for (guint i = 0; i < t->dirs->len; i++) {
-		struct tree_dir *d = t->dirs->pdata[i];
-
-		for (uint32_t k = 0; k < d->count; k++) {
-			struct tree_node *n = &d->child[k];
-
-			if (n->kind == NODE_PLAIN && n->plain_fd >= 0)
-				close(n->plain_fd);
-			else if (n->kind == NODE_VDIR && n->pending)
-				pending_dir_free(n->pending);
-		}
-		g_free(d->child);
-		g_free(d->index);
-		g_free(d);
-	}
-	for (guint i = 0; i < t->sources->len; i++) {
-		struct tree_source *s = t->sources->pdata[i];
-
-		close(s->fd);
-		g_free(s->path);
-		g_free(s);
-	}
-	g_ptr_array_unref(t->dirs);
-	g_ptr_array_unref(t->sources);
-	g_string_chunk_free(t->names);
+	drop_root_table(t);
+	if (tree_is_dir(&t->root))
+		dir_free(t, t->root.dir);
+	if (t->root.kind == NODE_ARCHIVE)
+		tree_source_unref(t->root.src);
+	pthread_rwlock_destroy(&t->reload_lock);
 	g_mutex_clear(&t->lock);
 	free(t->src_path);
+	g_free(t->root_name);
 	g_free(t);
+}
+
+/* ---- changes on disk ------------------------------------------------------ */
+
+void tree_read_lock(struct tree *t)
+{
+	pthread_rwlock_rdlock(&t->reload_lock);
+}
+
+void tree_read_unlock(struct tree *t)
+{
+	pthread_rwlock_unlock(&t->reload_lock);
+}
+
+void tree_write_lock(struct tree *t)
+{
+	pthread_rwlock_wrlock(&t->reload_lock);
+}
+
+void tree_write_unlock(struct tree *t)
+{
+	pthread_rwlock_unlock(&t->reload_lock);
+}
+
+uint64_t tree_generation(struct tree *t)
+{
+	return __atomic_load_n(&t->generation, __ATOMIC_ACQUIRE);
+}
+
+struct tree_node *tree_unit(struct tree_node *n)
+{
+	struct tree_node *top = NULL;
+
+	for (struct tree_node *p = n; p; p = p->parent) {
+		if (p->kind == NODE_FOLDER)
+			return top ? top : p;
+		if (p->kind == NODE_ARCHIVE)
+			top = p;
+	}
+	return top;
+}
+
+static int same_stamp(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size
+	       && a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int tree_unit_changed(struct tree *t, struct tree_node *unit)
+{
+	struct stat st;
+
+	if (unit->kind == NODE_FOLDER) {
+		const struct tree_dir *d = __atomic_load_n(&unit->dir, __ATOMIC_ACQUIRE);
+		char *path;
+		int changed;
+
+		if (!d)
+			return 0;
+		path = real_path(t, unit);
+		changed = stat(path, &st) < 0 || st.st_mtim.tv_sec != d->stamp.tv_sec
+			  || st.st_mtim.tv_nsec != d->stamp.tv_nsec;
+		g_free(path);
+		return changed;
+	}
+	return stat(unit->src->path, &st) < 0 || !same_stamp(&st, &unit->src->stamp);
+}
+
+/* Reads an archive file's identity again, opening it anew when another
+ * file took its name (a compaction).  Fails when it is no archive now. */
+static int reopen_archive(struct tree *t, struct tree_node *a)
+{
+	struct tree_source *s = a->src;
+	struct stat st;
+	int fd;
+
+	if (stat(s->path, &st) < 0 || !S_ISREG(st.st_mode))
+		return -1;
+	if (st.st_dev == s->stamp.st_dev && st.st_ino == s->stamp.st_ino) {
+		if (probe_archive(s->fd, 0, (uint64_t)st.st_size, s->path, "shown as a file") != 0)
+			return -1;
+		s->stamp = st;
+		s->writable = may_write(t, s->path, &st);
+	} else {
+		fd = open(s->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		if (probe_archive(fd, 0, (uint64_t)st.st_size, s->path, "shown as a file") != 0) {
+			close(fd);
+			return -1;
+		}
+		a->src = source_new(t, fd, s->path, &st);
+		tree_source_unref(s);
+	}
+	a->size = (uint64_t)st.st_size;
+	a->mtime = st.st_mtime;
+	a->mode = dir_mode(st.st_mode, a->src->writable);
+	return 0;
+}
+
+void tree_reload(struct tree *t, struct tree_node *unit)
+{
+	__atomic_add_fetch(&t->generation, 1, __ATOMIC_ACQ_REL);
+	if (unit->kind == NODE_ARCHIVE && reopen_archive(t, unit) < 0 && unit->parent) {
+		tree_reload(t, unit->parent); /* frees unit with its folder */
+		return;
+	}
+	drop_root_table(t);
+	dir_free(t, unit->dir);
+	unit->dir = NULL;
 }

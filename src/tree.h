@@ -1,8 +1,10 @@
 /* The tree eifs shows: a game folder (or one archive) with every RES
  * archive, nested ones too, as a directory.  Directories are loaded on
- * first use and never change afterwards, so nodes live as long as the
- * tree and their addresses can serve as FUSE node ids.  No FUSE here: the
- * offline commands walk the same tree as the mount. */
+ * first use.  When an archive file or a folder changes on disk (a save
+ * through the mount, another program), its part of the tree is thrown
+ * away and loaded again on next use: node addresses are valid only until
+ * then, which the tree's lock and generation tell (tree_reload).  No FUSE
+ * here: the offline commands walk the same tree as the mount. */
 #ifndef EIFS_TREE_H
 #define EIFS_TREE_H
 
@@ -20,9 +22,14 @@ enum tree_kind {
 	NODE_VIEW,    /* a converted view of the file beside it (views.h) */
 };
 
+/* An archive file held open.  Shared by the nodes of its archive (who do
+ * not count) and counted by whoever keeps it beyond a reload. */
 struct tree_source {
 	int fd;
 	char *path;
+	int refs;
+	int writable;               /* the mount may change it */
+	struct stat stamp;          /* when read: a change of it means a reload */
 };
 
 struct tree_dir {
@@ -32,6 +39,8 @@ struct tree_dir {
 	uint32_t capacity;          /* room in child while the directory is built */
 	uint32_t *index;            /* open addressing by lowered name: child + 1 */
 	uint32_t mask;              /* index size - 1 */
+	GStringChunk *names;        /* the children's names */
+	struct timespec stamp;      /* FOLDER: the folder's mtime when listed */
 };
 
 struct tree_node {
@@ -65,6 +74,48 @@ enum { TREE_MAX_DEPTH = 16 };
  * at its top level.  Returns NULL with *err (an errno) after logging why. */
 struct tree *tree_open(const char *path, int *err);
 void tree_free(struct tree *t);
+
+/* The same for a mount that may change what it serves: it shows the
+ * write permission of each archive file it may write (one whose mode has
+ * write bits and which this process may open for writing), and of INI
+ * views; tree_open's tree shows everything read-only. */
+struct tree *tree_open_rw(const char *path, int *err);
+int tree_is_writable(const struct tree *t);
+
+/* Whether n may be changed: its archive file (or folder) is writable and
+ * the mount is, and n is an entry, a plain file or an INI view (or, for
+ * directories, may take new entries). */
+int tree_node_writable(const struct tree *t, const struct tree_node *n);
+
+/* Readers hold the read lock while they use nodes; tree_reload needs the
+ * write lock, and bumps the generation: node addresses taken under an
+ * older one are gone.  Writers are preferred, so a reader must not take
+ * the read lock twice. */
+void tree_read_lock(struct tree *t);
+void tree_read_unlock(struct tree *t);
+void tree_write_lock(struct tree *t);
+void tree_write_unlock(struct tree *t);
+uint64_t tree_generation(struct tree *t);
+
+/* The part of the tree that is reloaded as one: the archive file n lies
+ * in (its top-level archive node), or for a folder, a plain file or its
+ * views, the folder. */
+struct tree_node *tree_unit(struct tree_node *n);
+
+/* Whether a unit differs on disk from what was read (another program, a
+ * save): an archive file's identity, size or mtime, a folder's mtime. */
+int tree_unit_changed(struct tree *t, struct tree_node *unit);
+
+/* Throws away what was loaded of unit (under the write lock); it is read
+ * again on next use.  An archive file that is gone or no longer an archive
+ * reloads the folder it was in. */
+void tree_reload(struct tree *t, struct tree_node *unit);
+
+void tree_source_ref(struct tree_source *s);
+void tree_source_unref(struct tree_source *s);
+
+/* The path on disk of a FOLDER or PLAIN node, or of an archive file. */
+char *tree_real_path(const struct tree *t, const struct tree_node *n);
 
 struct tree_node *tree_root(struct tree *t);
 int tree_is_dir(const struct tree_node *n);

@@ -124,26 +124,32 @@ struct view_type {
 	int (*binary)(const char *name, const unsigned char *d, size_t n, GByteArray *out, struct format_error *err);
 	size_t header_len;     /* > 0: the size follows from this many bytes */
 	int (*size)(const unsigned char *hdr, size_t n, uint64_t *size, struct format_error *err);
+	int editable;          /* saving the view writes its source (views.h) */
 };
 
 static const struct view_type types[] = {
-	{ "PNG", "mmp", NULL, 1, ".png", NULL, mmp_png, 76, mmp_png_size0 },
-	{ "INI", "reg", NULL, 1, ".ini", reg_bytes_to_ini, NULL, 0, NULL },
-	{ "JSON Lines", NULL, claims_db, 0, ".jsonl", NULL, db_jsonl, 0, NULL },
-	{ "ADB text", "adb", NULL, 0, ".txt", adb_to_text, NULL, 0, NULL },
-	{ "MOB text", "mob", NULL, 0, ".txt", mob_to_text, NULL, 0, NULL },
-	{ "MOB script", "mob", NULL, 0, ".script.txt", mob_script, NULL, 0, NULL },
-	{ "LNK text", "lnk", NULL, 0, ".txt", lnk_to_text, NULL, 0, NULL },
-	{ "LNK text", NULL, claims_lnk_part, 0, ".lnk.txt", lnk_to_text, NULL, 0, NULL },
-	{ "FIG text", "fig", NULL, 0, ".txt", fig_to_text, NULL, 0, NULL },
-	{ "FIG text", NULL, claims_fig_part, 0, ".fig.txt", fig_to_text, NULL, 0, NULL },
-	{ "BON text", "bon", NULL, 0, ".txt", bon_to_text, NULL, 0, NULL },
-	{ "BON text", NULL, claims_bon_part, 0, ".bon.txt", bon_to_text, NULL, 0, NULL },
-	{ "ANM text", NULL, claims_anm_track, 0, ".anm.txt", anm_to_text, NULL, 0, NULL },
-	{ "CAM text", "cam", NULL, 0, ".txt", cam_to_text, NULL, 0, NULL },
-	{ "MP text", NULL, claims_map_header, 0, ".txt", mp_to_text, NULL, 0, NULL },
-	{ "SEC text", "sec", NULL, 0, ".txt", sec_to_text, NULL, 0, NULL },
+	{ "PNG", "mmp", NULL, 1, ".png", NULL, mmp_png, 76, mmp_png_size0, 0 },
+	{ "INI", "reg", NULL, 1, ".ini", reg_bytes_to_ini, NULL, 0, NULL, 1 },
+	{ "JSON Lines", NULL, claims_db, 0, ".jsonl", NULL, db_jsonl, 0, NULL, 0 },
+	{ "ADB text", "adb", NULL, 0, ".txt", adb_to_text, NULL, 0, NULL, 0 },
+	{ "MOB text", "mob", NULL, 0, ".txt", mob_to_text, NULL, 0, NULL, 0 },
+	{ "MOB script", "mob", NULL, 0, ".script.txt", mob_script, NULL, 0, NULL, 0 },
+	{ "LNK text", "lnk", NULL, 0, ".txt", lnk_to_text, NULL, 0, NULL, 0 },
+	{ "LNK text", NULL, claims_lnk_part, 0, ".lnk.txt", lnk_to_text, NULL, 0, NULL, 0 },
+	{ "FIG text", "fig", NULL, 0, ".txt", fig_to_text, NULL, 0, NULL, 0 },
+	{ "FIG text", NULL, claims_fig_part, 0, ".fig.txt", fig_to_text, NULL, 0, NULL, 0 },
+	{ "BON text", "bon", NULL, 0, ".txt", bon_to_text, NULL, 0, NULL, 0 },
+	{ "BON text", NULL, claims_bon_part, 0, ".bon.txt", bon_to_text, NULL, 0, NULL, 0 },
+	{ "ANM text", NULL, claims_anm_track, 0, ".anm.txt", anm_to_text, NULL, 0, NULL, 0 },
+	{ "CAM text", "cam", NULL, 0, ".txt", cam_to_text, NULL, 0, NULL, 0 },
+	{ "MP text", NULL, claims_map_header, 0, ".txt", mp_to_text, NULL, 0, NULL, 0 },
+	{ "SEC text", "sec", NULL, 0, ".txt", sec_to_text, NULL, 0, NULL, 0 },
 };
+
+int view_is_editable(unsigned type)
+{
+	return type < G_N_ELEMENTS(types) && types[type].editable;
+}
 
 const char *view_type_label(unsigned type)
 {

@@ -26,6 +26,9 @@ int view_size_from_header(struct tree *t, struct tree_node *view);
 /* Reads the source whole and converts it; *out is the caller's. */
 int view_convert(struct tree *t, struct tree_node *view, GByteArray **out, struct format_error *err);
 
+/* Whether saving a view of this type writes its source back (INI). */
+int view_is_editable(unsigned type);
+
 /* What a view type is, for messages: "PNG", "INI"... */
 const char *view_type_label(unsigned type);
 

@@ -8,6 +8,7 @@
 
 #include "helpers.h"
 #include "res.h"
+#include "save.h"
 #include "tree.h"
 
 static char *dir;
@@ -550,4 +551,68 @@ Test(tree, sources_that_cannot_be_opened)
 	g_free(missing);
 	g_free(plain);
 	g_free(broken);
+}
+
+/* A save changes the archive file: the tree notices, and a reload shows
+ * the new state, nested archives included. */
+Test(tree, reload_after_a_save_shows_the_new_state)
+{
+	static const struct h_item inner_items[] = { { "q.reg", H_STR("old"), 10 } };
+	GByteArray *inner = pack(inner_items, 1);
+	struct h_item outer_items[] = {
+		{ "inner.mq", inner->data, inner->len, 20 },
+		{ "x.txt", H_STR("outer"), 30 },
+	};
+	char *top = dir, *sub = g_build_filename(dir, "game", NULL), *path;
+	struct save_op put_op = { .op = RES_PUT, .path = "inner.mq/q.reg", .data = (const unsigned char *)"brand new",
+				  .len = 9, .mtime = 40 };
+	struct save_op ren_op = { .op = RES_RENAME, .path = "x.txt", .to = "y.txt" };
+	struct res_error err = { 0 };
+	struct tree *t;
+	struct tree_node *a;
+	struct stat st;
+	int e = 0;
+	uint64_t gen;
+
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	dir = sub; /* a folder holding nothing but the archive */
+	path = put("outer.res", pack(outer_items, 2));
+	t = tree_open_rw(dir, &e);
+	cr_assert_not_null(t, "%s", strerror(e));
+	a = at(t, "outer.res");
+	tree_stat(t, at(t, "outer.res/x.txt"), &st);
+	cr_assert_neq(st.st_mode & 0200, 0, "entries of a writable archive are writable in a rw tree");
+	tree_stat(t, a, &st);
+	cr_assert_neq(st.st_mode & 0200, 0);
+	expect_contents(t, at(t, "outer.res/inner.mq/q.reg"), "old");
+	cr_assert_eq(tree_unit(at(t, "outer.res/inner.mq/q.reg")), a, "the archive file is the unit");
+	cr_assert_eq(tree_unit(a), a);
+	cr_assert_eq(tree_unit_changed(t, a), 0);
+
+	cr_assert_eq(save_archive(path, &put_op, 1, NULL, &err), 0, "%s", err.msg);
+	cr_assert_eq(save_archive(path, &ren_op, 1, NULL, &err), 0, "%s", err.msg);
+	cr_assert_eq(tree_unit_changed(t, a), 1, "the tree sees the file changed");
+	gen = tree_generation(t);
+	tree_write_lock(t);
+	tree_reload(t, a);
+	tree_write_unlock(t);
+	cr_assert_gt(tree_generation(t), gen);
+	cr_assert_eq(tree_unit_changed(t, a), 0);
+	expect_contents(t, at(t, "outer.res/inner.mq/q.reg"), "brand new");
+	expect_contents(t, at(t, "outer.res/y.txt"), "outer");
+	cr_assert_null(tree_resolve(t, tree_root(t), "outer.res/x.txt", &e));
+	cr_assert_eq(e, ENOENT);
+
+	/* a read-only archive shows read-only, even to root */
+	cr_assert_eq(chmod(path, 0444), 0);
+	tree_write_lock(t);
+	tree_reload(t, tree_root(t));
+	tree_write_unlock(t);
+	tree_stat(t, at(t, "outer.res/y.txt"), &st);
+	cr_assert_eq(st.st_mode & 0222, 0);
+	tree_free(t);
+	g_byte_array_unref(inner);
+	g_free(path);
+	dir = top;
+	g_free(sub);
 }
