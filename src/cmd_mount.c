@@ -21,6 +21,7 @@ struct mount_args {
 	GString *fuse_opts;  /* -o options passed on to the kernel/libfuse */
 	double timeout;
 	uint64_t cache_size;  /* bytes of converted views kept in memory */
+	int read_only;
 	int foreground, debug, single_thread;
 };
 
@@ -68,7 +69,7 @@ static int take_options(struct mount_args *m, const char *list)
 				rc = -1;
 			}
 		} else if (!strcmp(*o, "rw") || !strcmp(*o, "ro")) {
-			/* read-only in this version whatever is asked */
+			m->read_only = !strcmp(*o, "ro"); /* the last one says */
 		} else {
 			g_string_append_printf(m->fuse_opts, ",%s", *o);
 		}
@@ -150,7 +151,8 @@ static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
 	struct fuse_session *se;
 
 	fuse_opt_add_arg(&args, "eifs");
-	opts = g_strdup_printf("ro,default_permissions,subtype=eifs%s", m->fuse_opts->str);
+	opts = g_strdup_printf("%s,default_permissions,subtype=eifs%s", m->read_only ? "ro" : "rw",
+			       m->fuse_opts->str);
 	fuse_opt_add_arg(&args, "-o");
 	fuse_opt_add_arg(&args, opts);
 	fuse_opt_add_arg(&args, "-o");
@@ -189,14 +191,16 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	log_set_debug(m.debug);
 	raise_fd_limit();
 	fs.timeout = m.timeout;
+	fs.writable = !m.read_only;
 	fs.views = view_cache_new(m.cache_size);
-	fs.tree = tree_open(m.src, &err);
+	fs.tree = m.read_only ? tree_open(m.src, &err) : tree_open_rw(m.src, &err);
 	if (!fs.tree) {
 		fprintf(stderr, "eifs: cannot mount %s: %s\n", m.src, strerror(err));
 		view_cache_free(fs.views);
 		g_string_free(m.fuse_opts, TRUE);
 		return EXIT_NO_SOURCE;
 	}
+	fs_init_state(&fs);
 	if (stat(m.mnt, &st) < 0 && errno == ENOENT && !helper_form && g_mkdir_with_parents(m.mnt, 0755) < 0) {
 		fprintf(stderr, "eifs: cannot create %s: %s\n", m.mnt, strerror(errno));
 		goto out;
@@ -220,6 +224,7 @@ int cmd_mount(int argc, char **argv, int helper_form)
 		log_to_syslog();
 	/* threads only now: fuse_daemonize forks */
 	view_cache_read_ahead(fs.views, fs.tree, 1);
+	fs_start(&fs, se);
 	/* libfuse returns the number of the signal that ended the loop, or a
 	 * negative errno when it failed */
 	status = serve(se, m.single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;
@@ -228,8 +233,10 @@ int cmd_mount(int argc, char **argv, int helper_form)
 out:
 	if (se)
 		fuse_session_destroy(se);
+	view_cache_free(fs.views); /* its read-ahead thread uses the tree */
+	fs.views = NULL;
+	fs_stop(&fs);
 	tree_free(fs.tree);
-	view_cache_free(fs.views);
 	g_string_free(m.fuse_opts, TRUE);
 	return status;
 }

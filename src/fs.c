@@ -1,26 +1,284 @@
+/* The FUSE glue, read side: lookups, attributes, listings, reads; reloads
+ * after changes on disk and the kernel cache invalidations they need. */
 #define _GNU_SOURCE
 #include "fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "views.h"
 
-/* Nodes never move or die while mounted, so a node's address is its id. */
-static struct tree_node *node_of(fuse_req_t req, fuse_ino_t ino)
-{
-	struct fs *fs = fuse_req_userdata(req);
+/* The status file is no tree node: a fixed inode the kernel may know. */
+static struct inode status_inode = { .name = FS_STATUS_NAME, .ino = 3 };
 
-	return ino == FUSE_ROOT_ID ? tree_root(fs->tree) : (struct tree_node *)(uintptr_t)ino;
+struct inode *fs_inode(struct fs *fs, fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? inodes_root(fs->inodes) : (struct inode *)(uintptr_t)ino;
 }
 
-static fuse_ino_t id_of(struct fs *fs, struct tree_node *n)
+fuse_ino_t fs_ino(struct fs *fs, struct inode *in)
 {
-	return n == tree_root(fs->tree) ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+	return in == inodes_root(fs->inodes) ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)in;
 }
+
+void node_identity(const struct tree_node *n, struct identity *id)
+{
+	if (n->kind == NODE_VIEW)
+		n = view_source(n);
+	id->size = n->size;
+	id->offset = n->offset;
+	id->mtime = n->mtime;
+	id->kind = n->kind;
+}
+
+int identity_equal(const struct identity *a, const struct identity *b)
+{
+	return a->size == b->size && a->offset == b->offset && a->mtime == b->mtime && a->kind == b->kind;
+}
+
+/* ---- notifications ----------------------------------------------------- */
+
+struct notifier {
+	GThread *thread;
+	GAsyncQueue *queue;
+	GMutex lock;
+	GCond sent;
+	uint64_t queued, done;
+};
+
+struct notice {
+	fuse_ino_t ino;       /* the inode, or the parent of name */
+	char *name;           /* an entry; NULL: the inode */
+	int data;             /* also the cached contents */
+	int stop;
+};
+
+static gpointer notify_loop(gpointer p)
+{
+	struct fs *fs = p;
+	struct notifier *nt = fs->notifier;
+
+	for (;;) {
+		struct notice *n = g_async_queue_pop(nt->queue);
+		int stop = n->stop;
+
+		/* ENOENT: the kernel has forgotten it already, nothing to do */
+		if (stop)
+			;
+		else if (n->name)
+			fuse_lowlevel_notify_inval_entry(fs->se, n->ino, n->name, strlen(n->name));
+		else
+			fuse_lowlevel_notify_inval_inode(fs->se, n->ino, n->data ? 0 : -1, 0);
+		g_free(n->name);
+		g_free(n);
+		g_mutex_lock(&nt->lock);
+		nt->done++;
+		g_cond_broadcast(&nt->sent);
+		g_mutex_unlock(&nt->lock);
+		if (stop)
+			return NULL;
+	}
+}
+
+static void push(struct fs *fs, struct notice *n)
+{
+	struct notifier *nt = fs->notifier;
+
+	if (!nt) {
+		g_free(n->name);
+		g_free(n);
+		return;
+	}
+	g_mutex_lock(&nt->lock);
+	nt->queued++;
+	g_mutex_unlock(&nt->lock);
+	g_async_queue_push(nt->queue, n);
+}
+
+void notify_inode(struct fs *fs, struct inode *in, int data)
+{
+	struct notice *n = g_new0(struct notice, 1);
+
+	n->ino = fs_ino(fs, in);
+	n->data = data;
+	push(fs, n);
+}
+
+void notify_entry(struct fs *fs, struct inode *parent, const char *name)
+{
+	struct notice *n = g_new0(struct notice, 1);
+
+	n->ino = fs_ino(fs, parent);
+	n->name = g_strdup(name);
+	push(fs, n);
+}
+
+void notify_wait(struct fs *fs)
+{
+	struct notifier *nt = fs->notifier;
+	gint64 until = g_get_monotonic_time() + G_TIME_SPAN_SECOND;
+	uint64_t want;
+
+	if (!nt)
+		return;
+	g_mutex_lock(&nt->lock);
+	want = nt->queued;
+	/* bounded: a kernel that holds a lock this very request keeps would
+	 * otherwise never let the notice through */
+	while (nt->done < want && g_cond_wait_until(&nt->sent, &nt->lock, until))
+		;
+	g_mutex_unlock(&nt->lock);
+}
+
+void fs_init_state(struct fs *fs)
+{
+	fs->inodes = inodes_new(fs->tree);
+	inodes_set_edit_free(fs->inodes, edit_unref);
+	g_mutex_init(&fs->edits_lock);
+}
+
+void fs_start(struct fs *fs, struct fuse_session *se)
+{
+	struct notifier *nt = g_new0(struct notifier, 1);
+
+	fs->se = se;
+	g_mutex_init(&nt->lock);
+	g_cond_init(&nt->sent);
+	nt->queue = g_async_queue_new();
+	fs->notifier = nt;
+	nt->thread = g_thread_new("eifs-notify", notify_loop, fs);
+}
+
+void fs_stop(struct fs *fs)
+{
+	struct notifier *nt = fs->notifier;
+
+	if (nt) {
+		struct notice *n = g_new0(struct notice, 1);
+
+		n->stop = 1;
+		push(fs, n);
+		g_thread_join(nt->thread);
+		g_async_queue_unref(nt->queue);
+		g_cond_clear(&nt->sent);
+		g_mutex_clear(&nt->lock);
+		g_free(nt);
+		fs->notifier = NULL;
+	}
+	inodes_free(fs->inodes);
+	fs->inodes = NULL;
+	g_mutex_clear(&fs->edits_lock);
+}
+
+/* ---- reloads ----------------------------------------------------------- */
+
+/* A known inode and what its node was before a reload. */
+struct before {
+	struct inode *in;
+	struct identity id;
+	int had_node;
+};
+
+static void collect(struct inode *in, void *ctx)
+{
+	struct before b = { .in = in };
+
+	in->refs++; /* under the table's lock: kept until compared */
+	g_array_append_val((GArray *)ctx, b);
+}
+
+/* The inode whose node is the unit of in's node. */
+static struct inode *unit_inode(struct fs *fs, struct inode *in, struct tree_node **unit)
+{
+	struct tree_node *n = inode_node(fs->inodes, in);
+
+	*unit = n ? tree_unit(n) : NULL;
+	for (; in && *unit; in = in->parent)
+		if (inode_node(fs->inodes, in) == *unit)
+			return in;
+	return NULL;
+}
+
+/* Tells the kernel which known inodes below top changed or went. */
+static void invalidate_changed(struct fs *fs, GArray *before)
+{
+	for (guint i = 0; i < before->len; i++) {
+		struct before *b = &g_array_index(before, struct before, i);
+		struct tree_node *n = inode_node(fs->inodes, b->in);
+		struct identity now;
+
+		if (b->in->scratch)
+			continue; /* in memory: no reload changes it */
+		if (!n) {
+			if (b->had_node && b->in->parent)
+				notify_entry(fs, b->in->parent, b->in->name);
+			notify_inode(fs, b->in, 1);
+			continue;
+		}
+		node_identity(n, &now);
+		if (!b->had_node || !identity_equal(&now, &b->id))
+			notify_inode(fs, b->in, 1);
+	}
+}
+
+void fs_reload(struct fs *fs, struct inode *in)
+{
+	GArray *before = g_array_new(FALSE, FALSE, sizeof(struct before));
+	struct tree_node *unit;
+	struct inode *top;
+
+	tree_write_lock(fs->tree);
+	top = unit_inode(fs, in, &unit);
+	if (!top) {
+		tree_write_unlock(fs->tree);
+		g_array_unref(before);
+		return;
+	}
+	/* the identities of the nodes as they are before the reload */
+	inodes_each_below(fs->inodes, top, collect, before);
+	for (guint i = 0; i < before->len; i++) {
+		struct before *b = &g_array_index(before, struct before, i);
+		struct tree_node *n = inode_node(fs->inodes, b->in);
+
+		b->had_node = n != NULL;
+		if (n)
+			node_identity(n, &b->id);
+	}
+	tree_reload(fs->tree, unit);
+	notify_inode(fs, top, 1);
+	invalidate_changed(fs, before);
+	tree_write_unlock(fs->tree);
+	for (guint i = 0; i < before->len; i++)
+		inode_unref(fs->inodes, g_array_index(before, struct before, i).in);
+	g_array_unref(before);
+}
+
+void fs_refresh(struct fs *fs, struct inode *in)
+{
+	struct tree_node *n, *unit;
+	int changed;
+
+	tree_read_lock(fs->tree);
+	n = inode_node(fs->inodes, in);
+	unit = n ? tree_unit(n) : NULL;
+	changed = unit && tree_unit_changed(fs->tree, unit);
+	tree_read_unlock(fs->tree);
+	if (changed) {
+		char *what = inode_path(fs->inodes, in);
+
+		log_msg(LOG_INFO, "%s: changed on disk; reading it again", what);
+		g_free(what);
+		fs_reload(fs, in);
+	}
+}
+
+/* ---- attributes -------------------------------------------------------- */
 
 /* A view's size is exact before its first read: from the source's header,
  * or by converting it now (small text views). */
@@ -30,84 +288,233 @@ static void settle_size(struct fs *fs, struct tree_node *n)
 		view_cache_size(fs->views, fs->tree, n);
 }
 
-static void fill_entry(struct fs *fs, struct tree_node *n, struct fuse_entry_param *e)
+static void stat_inode(struct fs *fs, struct inode *in, struct tree_node *n, struct stat *st)
 {
+	struct edit *e = fs_edit_get(fs, in);
+
 	settle_size(fs, n);
+	tree_stat(fs->tree, n, st);
+	if (e) {
+		if (edit_shows(fs, in, e, n))
+			edit_stat(e, st);
+		edit_unref(e);
+	}
+}
+
+void fs_fill_entry(struct fs *fs, struct inode *in, struct tree_node *n, struct fuse_entry_param *e)
+{
 	memset(e, 0, sizeof *e);
-	e->ino = id_of(fs, n);
+	e->ino = fs_ino(fs, in);
 	e->generation = 1;
 	e->attr_timeout = fs->timeout;
 	e->entry_timeout = fs->timeout;
-	tree_stat(fs->tree, n, &e->attr);
+	stat_inode(fs, in, n, &e->attr);
 }
 
-static void fs_init(void *userdata, struct fuse_conn_info *conn)
+static void status_stat(struct fs *fs, struct stat *st)
 {
-	struct fs *fs = userdata;
+	GString *text = fs_status_text(fs);
 
-	/* The tree never changes: let the kernel skip open/opendir and keep
-	 * page and directory caches (its defaults once open says ENOSYS). */
-	if ((conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
-		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
-		fs->no_open = 1;
-	}
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-		conn->want |= FUSE_CAP_SPLICE_WRITE;
-	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO; /* always plus: saves a lookup per name */
+	tree_stat(fs->tree, tree_root(fs->tree), st); /* its owner */
+	st->st_ino = status_inode.ino;
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_size = (off_t)text->len;
+	st->st_blocks = 0;
+	st->st_mtime = st->st_ctime = st->st_atime = time(NULL);
+	g_string_free(text, TRUE);
+}
+
+/* An editor's temporary has no tree node: found among the inodes. */
+static int reply_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, const char *name)
+{
+	struct inode *in = inodes_find(fs->inodes, pin, name);
+	struct fuse_entry_param e;
+	struct edit *ed;
+
+	if (!in || !in->scratch || !(ed = fs_edit_get(fs, in)))
+		return 0;
+	memset(&e, 0, sizeof e);
+	e.ino = fs_ino(fs, in);
+	e.generation = 1;
+	e.attr_timeout = e.entry_timeout = fs->timeout;
+	fs_scratch_stat(fs, in, ed, &e.attr);
+	edit_unref(ed);
+	inodes_count_lookup(fs->inodes, in);
+	fuse_reply_entry(req, &e);
+	return 1;
 }
 
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	struct inode *pin = fs_inode(fs, parent), *in;
 	struct fuse_entry_param e;
+	struct tree_node *pn, *n;
 	int err = 0;
-	struct tree_node *n = tree_lookup(fs->tree, node_of(req, parent), name, &err);
 
-	if (!n) {
-		if (err != ENOENT) {
-			fuse_reply_err(req, err);
-			return;
-		}
-		/* a negative entry: the kernel may remember that it is absent */
-		memset(&e, 0, sizeof e);
-		e.entry_timeout = fs->timeout;
-		fuse_reply_entry(req, &e);
-		return;
+	tree_read_lock(fs->tree);
+	pn = inode_node(fs->inodes, pin);
+	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
+	if (!pn)
+		err = ESTALE;
+	if (n) {
+		in = inodes_lookup(fs->inodes, pin, n);
+		fs_fill_entry(fs, in, n, &e);
 	}
-	fill_entry(fs, n, &e);
-	fuse_reply_entry(req, &e);
+	tree_read_unlock(fs->tree);
+	if (!n && err == ENOENT && reply_scratch(req, fs, pin, name))
+		return;
+	if (n) {
+		fuse_reply_entry(req, &e);
+	} else if (err == ENOENT && fs->writable && pin == inodes_root(fs->inodes)
+		   && strcmp(name, FS_STATUS_NAME) == 0) {
+		memset(&e, 0, sizeof e);
+		e.ino = (fuse_ino_t)(uintptr_t)&status_inode;
+		e.generation = 1;
+		status_stat(fs, &e.attr);
+		fuse_reply_entry(req, &e);
+	} else if (err == ENOENT) {
+		/* a negative entry: the kernel may remember that it is absent
+		 * (briefly when the mount changes) */
+		memset(&e, 0, sizeof e);
+		e.entry_timeout = fs->writable ? 1.0 : fs->timeout;
+		fuse_reply_entry(req, &e);
+	} else {
+		fuse_reply_err(req, err);
+	}
+}
+
+static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct inode *in = fs_inode(fs, ino);
+
+	if (in != &status_inode)
+		inodes_forget(fs->inodes, in, nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct fs *fs = fuse_req_userdata(req);
+
+	for (size_t i = 0; i < count; i++) {
+		struct inode *in = fs_inode(fs, forgets[i].ino);
+
+		if (in != &status_inode)
+			inodes_forget(fs->inodes, in, forgets[i].nlookup);
+	}
+	fuse_reply_none(req);
 }
 
 static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	struct tree_node *n = node_of(req, ino);
+	struct inode *in = fs_inode(fs, ino);
+	struct tree_node *n;
 	struct stat st;
+	struct edit *e;
 
-	settle_size(fs, n);
-	tree_stat(fs->tree, n, &st);
-	fuse_reply_attr(req, &st, fs->timeout);
+	if (in == &status_inode) {
+		status_stat(fs, &st);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	tree_read_lock(fs->tree);
+	n = inode_node(fs->inodes, in);
+	if (n)
+		stat_inode(fs, in, n, &st);
+	tree_read_unlock(fs->tree);
+	if (n) {
+		fuse_reply_attr(req, &st, fs->timeout);
+		return;
+	}
+	/* gone (deleted, renamed over) but maybe still open */
+	e = fs_edit_get(fs, in);
+	if (e) {
+		fs_scratch_stat(fs, in, e, &st);
+		st.st_nlink = in->scratch;
+		edit_unref(e);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	fuse_reply_err(req, ENOENT);
 }
+
+/* ---- opening ------------------------------------------------------------ */
 
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	struct tree_node *n = node_of(req, ino);
+	struct inode *in = fs_inode(fs, ino);
+	struct tree_node *n;
+	struct handle *h;
 
 	if (fs->no_open) {
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
+	if (in == &status_inode) {
+		h = g_new0(struct handle, 1);
+		h->fd = -1;
+		h->status = 1;
+		fi->fh = (uint64_t)(uintptr_t)h;
+		fi->direct_io = 1;
+		fuse_reply_open(req, fi);
+		return;
+	}
+	fs_refresh(fs, in);
+	tree_read_lock(fs->tree);
+	n = inode_node(fs->inodes, in);
+	if (!n) {
+		tree_read_unlock(fs->tree);
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
 	if (tree_is_dir(n)) {
+		tree_read_unlock(fs->tree);
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, EROFS);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fs_open_write(req, fs, in, n, fi); /* replies, unlocks */
 		return;
 	}
+	h = g_new0(struct handle, 1);
+	h->inode = in;
+	h->fd = -1;
+	if (n->kind == NODE_ENTRY) {
+		/* kept for reads after the entry is gone (deleted, renamed over):
+		 * its bytes stay in the archive file */
+		h->src = n->src;
+		tree_source_ref(h->src);
+		h->offset = n->offset;
+		h->size = n->size;
+	}
+	inode_ref(fs->inodes, in);
+	tree_read_unlock(fs->tree);
+	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+
+	if (h) {
+		if (h->edit)
+			fs_release_edit(fs, h);
+		if (h->fd >= 0)
+			close(h->fd);
+		tree_source_unref(h->src);
+		if (h->inode)
+			inode_unref(fs->inodes, h->inode);
+		g_free(h);
+	}
+	fuse_reply_err(req, 0);
 }
 
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -118,10 +525,13 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
+	fs_refresh(fs, fs_inode(fs, ino));
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
+
+/* ---- listings ------------------------------------------------------------ */
 
 static int view_known_cheaply(struct fs *fs, struct tree_node *n)
 {
@@ -129,47 +539,63 @@ static int view_known_cheaply(struct fs *fs, struct tree_node *n)
 	       || view_size_from_header(fs->tree, n) == 0;
 }
 
+static size_t add_direntry(fuse_req_t req, struct fs *fs, struct inode *dir, struct tree_node *n, char *buf,
+			   size_t room, off_t next, int plus)
+{
+	if (!plus) {
+		struct stat st = { .st_ino = n->ino, .st_mode = n->mode };
+
+		return fuse_add_direntry(req, buf, room, n->name, &st, next);
+	}
+	if (n->kind == NODE_VIEW && !view_known_cheaply(fs, n)) {
+		/* no attributes: a listing must not convert; a stat will */
+		struct fuse_entry_param e = { .attr = { .st_ino = n->ino, .st_mode = n->mode } };
+
+		return fuse_add_direntry_plus(req, buf, room, n->name, &e, next);
+	} else {
+		struct fuse_entry_param e;
+		size_t len;
+
+		/* counted as a lookup only if the entry fits */
+		memset(&e, 0, sizeof e);
+		len = fuse_add_direntry_plus(req, NULL, 0, n->name, &e, next);
+		if (len > room)
+			return len;
+		fs_fill_entry(fs, inodes_lookup(fs->inodes, dir, n), n, &e);
+		return fuse_add_direntry_plus(req, buf, room, n->name, &e, next);
+	}
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	struct inode *dir = fs_inode(fs, ino);
 	const struct tree_dir *d;
+	struct tree_node *dn;
 	char *buf;
 	size_t used = 0;
-	int rc = tree_children(fs->tree, node_of(req, ino), &d);
+	int rc;
 
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return;
-	}
 	buf = malloc(size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	for (uint32_t i = (uint32_t)off; i < d->count; i++) {
-		struct tree_node *n = &d->child[i];
-		size_t len;
+	tree_read_lock(fs->tree);
+	dn = inode_node(fs->inodes, dir);
+	rc = dn ? tree_children(fs->tree, dn, &d) : -ENOENT;
+	for (uint32_t i = (uint32_t)off; rc == 0 && i < d->count; i++) {
+		size_t len = add_direntry(req, fs, dir, &d->child[i], buf + used, size - used, i + 1, plus);
 
-		if (plus && n->kind == NODE_VIEW && !view_known_cheaply(fs, n)) {
-			/* no attributes: a listing must not convert; a stat will */
-			struct fuse_entry_param e = { .attr = { .st_ino = n->ino, .st_mode = n->mode } };
-
-			len = fuse_add_direntry_plus(req, buf + used, size - used, n->name, &e, i + 1);
-		} else if (plus) {
-			struct fuse_entry_param e;
-
-			fill_entry(fs, n, &e);
-			len = fuse_add_direntry_plus(req, buf + used, size - used, n->name, &e, i + 1);
-		} else {
-			struct stat st = { .st_ino = n->ino, .st_mode = n->mode };
-
-			len = fuse_add_direntry(req, buf + used, size - used, n->name, &st, i + 1);
-		}
 		if (len > size - used)
 			break;
 		used += len;
 	}
-	fuse_reply_buf(req, buf, used);
+	tree_read_unlock(fs->tree);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, buf, used);
 	free(buf);
 }
 
@@ -185,6 +611,17 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	do_readdir(req, ino, size, off, 1);
 }
 
+/* ---- reading --------------------------------------------------------------- */
+
+static void reply_bytes(fuse_req_t req, const char *data, size_t len, size_t size, off_t off)
+{
+	if ((uint64_t)off >= len)
+		size = 0;
+	else if (size > len - (uint64_t)off)
+		size = len - (size_t)off;
+	fuse_reply_buf(req, size ? data + off : NULL, size);
+}
+
 static void read_view(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t size, off_t off)
 {
 	int err = 0;
@@ -197,41 +634,85 @@ static void read_view(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t
 		return;
 	}
 	data = g_bytes_get_data(bytes, &len);
-	if ((uint64_t)off >= len)
-		size = 0;
-	else if (size > len - (uint64_t)off)
-		size = len - (size_t)off;
-	fuse_reply_buf(req, size ? data + off : NULL, size);
+	reply_bytes(req, data, len, size, off);
 	g_bytes_unref(bytes);
 }
 
-static void read_file(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t size, off_t off)
+static void reply_fd(fuse_req_t req, int fd, uint64_t pos, size_t len)
 {
-	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
-	uint64_t pos;
-	int fd, rc = tree_data(fs->tree, n, (uint64_t)off, &buf.buf[0].size, &fd, &pos);
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(len);
 
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return;
-	}
-	/* straight from the archive file: spliced when the kernel allows */
+	/* straight from the file: spliced when the kernel allows */
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	buf.buf[0].fd = fd;
 	buf.buf[0].pos = (off_t)pos;
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
+static void read_file(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t size, off_t off)
+{
+	uint64_t pos;
+	int fd, rc = tree_data(fs->tree, n, (uint64_t)off, &size, &fd, &pos);
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		reply_fd(req, fd, pos, size);
+}
+
+/* An entry that went while open: its bytes as they were. */
+static void read_gone(fuse_req_t req, const struct handle *h, size_t size, off_t off)
+{
+	if (!h || !h->src) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if ((uint64_t)off >= h->size)
+		size = 0;
+	else if (size > h->size - (uint64_t)off)
+		size = (size_t)(h->size - (uint64_t)off);
+	reply_fd(req, h->src->fd, h->offset + (uint64_t)off, size);
+}
+
+static void read_status(fuse_req_t req, struct fs *fs, size_t size, off_t off)
+{
+	GString *text = fs_status_text(fs);
+
+	reply_bytes(req, text->str, text->len, size, off);
+	g_string_free(text, TRUE);
+}
+
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	struct tree_node *n = node_of(req, ino);
+	struct inode *in = fs_inode(fs, ino);
+	struct handle *h = fi ? (struct handle *)(uintptr_t)fi->fh : NULL;
+	struct tree_node *n;
+	struct edit *e;
 
-	if (n->kind == NODE_VIEW)
+	if (h && h->status) {
+		read_status(req, fs, size, off);
+		return;
+	}
+	if (h && h->fd >= 0) {
+		reply_fd(req, h->fd, (uint64_t)off, size);
+		return;
+	}
+	tree_read_lock(fs->tree);
+	n = inode_node(fs->inodes, in);
+	e = fs_edit_get(fs, in);
+	if (e && (!n || edit_shows(fs, in, e, n)))
+		reply_fd(req, edit_fd(e), (uint64_t)off, size);
+	else if (!n)
+		read_gone(req, h, size, off);
+	else if (n->kind == NODE_VIEW)
 		read_view(req, fs, n, size, off);
 	else
 		read_file(req, fs, n, size, off);
+	tree_read_unlock(fs->tree);
+	if (e)
+		edit_unref(e);
 }
 
 static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -242,20 +723,52 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 		.f_frsize = 4096,
 		.f_files = tree_node_count(fs->tree),
 		.f_namemax = 255,
-		.f_flag = ST_RDONLY,
+		.f_flag = fs->writable ? 0 : ST_RDONLY,
 	};
 
 	fuse_reply_statfs(req, &sv);
 }
 
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fs *fs = userdata;
+
+	/* A read-only mount never changes: let the kernel skip open/opendir
+	 * and keep page and directory caches (its defaults once open says
+	 * ENOSYS).  A writable one needs to see opens for writing. */
+	if (!fs->writable && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT)
+	    && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
+		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs->no_open = 1;
+	}
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	/* O_TRUNC comes with the open: one request, not a setattr and an open */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO; /* always plus: saves a lookup per name */
+}
+
 const struct fuse_lowlevel_ops fs_ops = {
 	.init = fs_init,
 	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
 	.getattr = fs_getattr,
+	.setattr = fs_setattr,
 	.open = fs_open,
+	.release = fs_release,
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
 	.readdirplus = fs_readdirplus,
 	.read = fs_read,
+	.write = fs_write,
+	.flush = fs_flush,
+	.fsync = fs_fsync,
+	.create = fs_create,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.mkdir = fs_mkdir,
+	.rename = fs_rename,
 	.statfs = fs_statfs,
 };

@@ -1,20 +1,112 @@
-/* The FUSE low-level glue: maps node ids to tree nodes, nothing else. */
+/* The FUSE low-level glue: node ids are inodes (inodes.h), which find
+ * their tree nodes; fs.c answers reads, fs_write.c writes and saves. */
 #ifndef EIFS_FS_H
 #define EIFS_FS_H
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include "inodes.h"
 #include "tree.h"
 #include "view_cache.h"
 
+struct notifier;
+
 struct fs {
 	struct tree *tree;
-	double timeout;  /* kernel cache time for entries and attributes, s */
-	int no_open;     /* the kernel opens files and folders without asking */
+	struct inodes *inodes;
 	struct view_cache *views;
+	double timeout;      /* kernel cache time for entries and attributes, s */
+	int no_open;         /* the kernel opens files and folders without asking */
+	int writable;        /* a read-write mount (saves through it) */
+	struct fuse_session *se;
+	struct notifier *notifier;
+	GMutex edits_lock;   /* inode->edit pointers and edit counts */
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;
+
+/* Sets up what fs needs beyond the tree: inodes, edits; the notifier
+ * thread starts with fs_start (after the daemon forked). */
+void fs_init_state(struct fs *fs);
+void fs_start(struct fs *fs, struct fuse_session *se);
+void fs_stop(struct fs *fs);
+
+/* ---- shared by fs.c and fs_write.c ------------------------------------- */
+
+/* What a file's bytes and attributes were: a change of it means the
+ * kernel's caches of the inode are stale. */
+struct identity {
+	uint64_t size, offset;
+	int64_t mtime;
+	uint32_t kind;
+};
+void node_identity(const struct tree_node *n, struct identity *id);
+int identity_equal(const struct identity *a, const struct identity *b);
+
+/* An open file. */
+struct handle {
+	struct inode *inode;
+	int fd;                    /* a loose file: its own descriptor, else -1 */
+	struct edit *edit;         /* opened for writing: the contents being written */
+	struct tree_source *src;   /* an entry's bytes when opened, read after */
+	uint64_t offset, size;     /*   it is gone (deleted, renamed over) */
+	int status;                /* the status file */
+	int wrote;                 /* written through since opened: a close saves */
+};
+
+struct inode *fs_inode(struct fs *fs, fuse_ino_t ino);
+fuse_ino_t fs_ino(struct fs *fs, struct inode *in);
+
+/* Fills e for inode in at node n (read lock held). */
+void fs_fill_entry(struct fs *fs, struct inode *in, struct tree_node *n, struct fuse_entry_param *e);
+
+/* After a unit changed on disk (a save, another program): reloads it and
+ * tells the kernel what went stale.  unit_inode is the inode whose node is
+ * the unit, or NULL to find it from in.  Takes the write lock itself. */
+void fs_reload(struct fs *fs, struct inode *in);
+
+/* Checks whether the unit of in's node changed on disk; reloads if so. */
+void fs_refresh(struct fs *fs, struct inode *in);
+
+/* Kernel cache invalidations, sent by a thread of their own (the kernel
+ * may hold locks the request in progress needs). */
+void notify_inode(struct fs *fs, struct inode *in, int data);
+void notify_entry(struct fs *fs, struct inode *parent, const char *name);
+/* Waits (bounded) until what was queued so far has been sent. */
+void notify_wait(struct fs *fs);
+
+/* Write side (fs_write.c). */
+struct edit;
+void edit_unref(struct edit *e);
+/* The edit of in with a reference, or NULL. */
+struct edit *fs_edit_get(struct fs *fs, struct inode *in);
+/* Applies an edit's size and mtime to st; returns 1 when the edit shows
+ * instead of the tree (contents being written or a saved view's text). */
+int edit_stat(struct edit *e, struct stat *st);
+int edit_fd(struct edit *e);
+/* Whether reads come from the edit rather than the tree. */
+int edit_shows(struct fs *fs, struct inode *in, struct edit *e, struct tree_node *n);
+/* Names of editors' temporaries, kept in memory (fs_write.c). */
+int fs_is_scratch_name(const char *name);
+void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct stat *st);
+/* The status file: failed saves, one a line. */
+GString *fs_status_text(struct fs *fs);
+#define FS_STATUS_NAME ".eifs-status"
+
+void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_node *n,
+		   struct fuse_file_info *fi);
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	      struct fuse_file_info *fi);
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fs_release_edit(struct fs *fs, struct handle *h);
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi);
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi);
+void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags);
 
 #endif

@@ -1,14 +1,24 @@
 #include "view_cache.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "log.h"
 #include "views.h"
 
 enum { FAILURE_COST = 256 }; /* what a remembered failure counts against the bound */
 
+/* What a view is made from: the same source bytes give the same view,
+ * whichever node (of whichever reload) asks. */
+struct view_key {
+	uint64_t dev, ino;  /* the file the source lies in */
+	uint64_t offset, size;
+	int64_t mtime;
+	uint32_t type;
+};
+
 struct cached {
-	struct tree_node *view;
+	struct view_key key;
 	GBytes *bytes;      /* NULL while converting or after a failure */
 	int error;          /* errno of a failed conversion */
 	int converting;
@@ -21,10 +31,42 @@ struct view_cache {
 	struct tree *ahead_tree;
 	GMutex lock;
 	GCond done;         /* a conversion finished */
-	GHashTable *map;    /* view node -> struct cached */
+	GHashTable *map;    /* struct view_key -> struct cached */
 	GQueue lru;
 	uint64_t bytes, max_bytes;
 };
+
+static guint key_hash(gconstpointer p)
+{
+	const struct view_key *k = p;
+
+	return (guint)(k->ino * 31 + k->offset * 131 + k->size * 7 + (uint64_t)k->mtime + k->type);
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+	const struct view_key *x = a, *y = b;
+
+	return x->dev == y->dev && x->ino == y->ino && x->offset == y->offset && x->size == y->size
+	       && x->mtime == y->mtime && x->type == y->type;
+}
+
+static void key_of(const struct tree_node *view, struct view_key *k)
+{
+	const struct tree_node *src = view_source(view);
+
+	memset(k, 0, sizeof *k);
+	if (src->kind == NODE_PLAIN) {
+		k->ino = src->offset; /* a folder's file: its inode number */
+	} else {
+		k->dev = (uint64_t)src->src->stamp.st_dev;
+		k->ino = (uint64_t)src->src->stamp.st_ino;
+		k->offset = src->offset;
+	}
+	k->size = src->size;
+	k->mtime = src->mtime;
+	k->type = view->view;
+}
 
 static uint64_t cost(const struct cached *e)
 {
@@ -43,14 +85,27 @@ static void cached_free(gpointer p)
 static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct tree_node *view, int *err,
 				  int ahead);
 
-static void convert_ahead(gpointer view, gpointer cache)
+/* A view to convert ahead, valid while the tree keeps its generation. */
+struct ahead_job {
+	struct tree_node *view;
+	uint64_t generation;
+};
+
+static void convert_ahead(gpointer job, gpointer cache)
 {
 	struct view_cache *c = cache;
+	struct ahead_job *j = job;
 	int err;
-	GBytes *b = view_cache_get_one(c, c->ahead_tree, view, &err, 0);
 
-	if (b)
-		g_bytes_unref(b);
+	tree_read_lock(c->ahead_tree);
+	if (tree_generation(c->ahead_tree) == j->generation) {
+		GBytes *b = view_cache_get_one(c, c->ahead_tree, j->view, &err, 0);
+
+		if (b)
+			g_bytes_unref(b);
+	}
+	tree_read_unlock(c->ahead_tree);
+	g_free(j);
 }
 
 struct view_cache *view_cache_new(uint64_t max_bytes)
@@ -59,7 +114,7 @@ struct view_cache *view_cache_new(uint64_t max_bytes)
 
 	g_mutex_init(&c->lock);
 	g_cond_init(&c->done);
-	c->map = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cached_free);
+	c->map = g_hash_table_new_full(key_hash, key_equal, NULL, cached_free);
 	g_queue_init(&c->lru);
 	c->max_bytes = max_bytes;
 	return c;
@@ -90,7 +145,7 @@ static void evict(struct view_cache *c, struct cached *keep)
 		if (e != keep && !e->converting && !e->users) {
 			c->bytes -= cost(e);
 			g_queue_unlink(&c->lru, l);
-			g_hash_table_remove(c->map, e->view);
+			g_hash_table_remove(c->map, &e->key);
 		}
 		l = prev;
 	}
@@ -105,24 +160,24 @@ static uint64_t failed_size(const struct tree_node *view)
 	return src ? src : 1;
 }
 
-static void convert(struct view_cache *c, struct tree *t, struct cached *e)
+static void convert(struct view_cache *c, struct tree *t, struct cached *e, struct tree_node *view)
 {
 	struct format_error ferr = { 0 };
 	GByteArray *out = NULL;
 	int rc;
 
 	g_mutex_unlock(&c->lock);
-	rc = view_convert(t, e->view, &out, &ferr);
+	rc = view_convert(t, view, &out, &ferr);
 	if (rc == 0 && log_debugging()) {
-		char *what = tree_path(e->view);
+		char *what = tree_path(view);
 
-		log_msg(LOG_DEBUG, "%s: %s view made, %u bytes", what, view_type_label(e->view->view), out->len);
+		log_msg(LOG_DEBUG, "%s: %s view made, %u bytes", what, view_type_label(view->view), out->len);
 		g_free(what);
 	} else if (rc < 0) {
-		char *what = tree_path(e->view);
+		char *what = tree_path(view);
 
 		log_msg(LOG_ERR, "%s: cannot make the %s view: offset %llu: %s; reads give EIO",
-			what, view_type_label(e->view->view), (unsigned long long)ferr.offset, ferr.msg);
+			what, view_type_label(view->view), (unsigned long long)ferr.offset, ferr.msg);
 		g_free(what);
 	}
 	g_mutex_lock(&c->lock);
@@ -133,13 +188,18 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e)
 	} else {
 		e->bytes = g_byte_array_free_to_bytes(out);
 	}
-	if (e->bytes)
-		__atomic_store_n(&e->view->size, (uint64_t)g_bytes_get_size(e->bytes), __ATOMIC_RELEASE);
-	else if (__atomic_load_n(&e->view->size, __ATOMIC_ACQUIRE) == TREE_SIZE_UNKNOWN)
-		/* not empty, or the kernel would never ask: a read must say EIO */
-		__atomic_store_n(&e->view->size, failed_size(e->view), __ATOMIC_RELEASE);
 	c->bytes += cost(e);
 	g_cond_broadcast(&c->done);
+}
+
+/* The view's size once its conversion is known. */
+static void settle(struct tree_node *view, const struct cached *e)
+{
+	if (e->bytes)
+		__atomic_store_n(&view->size, (uint64_t)g_bytes_get_size(e->bytes), __ATOMIC_RELEASE);
+	else if (__atomic_load_n(&view->size, __ATOMIC_ACQUIRE) == TREE_SIZE_UNKNOWN)
+		/* not empty, or the kernel would never ask: a read must say EIO */
+		__atomic_store_n(&view->size, failed_size(view), __ATOMIC_RELEASE);
 }
 
 /* The view after this one in its directory: where a reader of many views
@@ -172,19 +232,24 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 	struct cached *e;
 	GBytes *bytes;
 	struct tree_node *next = NULL;
+	struct view_key key;
 
+	key_of(view, &key);
 	g_mutex_lock(&c->lock);
-	e = g_hash_table_lookup(c->map, view);
+	e = g_hash_table_lookup(c->map, &key);
 	if (!e) {
 		e = g_new0(struct cached, 1);
-		e->view = view;
+		e->key = key;
 		e->converting = 1;
 		e->link.data = e;
-		g_hash_table_insert(c->map, view, e);
+		g_hash_table_insert(c->map, &e->key, e);
 		g_queue_push_head_link(&c->lru, &e->link);
-		convert(c, t, e);
-		if (ahead && c->ahead && (next = next_view(view)) && g_hash_table_contains(c->map, next))
-			next = NULL;
+		convert(c, t, e, view);
+		if (ahead && c->ahead && (next = next_view(view))) {
+			key_of(next, &key);
+			if (g_hash_table_contains(c->map, &key))
+				next = NULL;
+		}
 	} else {
 		e->users++;
 		while (e->converting)
@@ -193,12 +258,18 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 		g_queue_unlink(&c->lru, &e->link);
 		g_queue_push_head_link(&c->lru, &e->link);
 	}
+	settle(view, e);
 	bytes = e->bytes ? g_bytes_ref(e->bytes) : NULL;
 	*err = e->error;
 	evict(c, e);
 	g_mutex_unlock(&c->lock);
-	if (next)
-		g_thread_pool_push(c->ahead, next, NULL);
+	if (next) {
+		struct ahead_job *j = g_new(struct ahead_job, 1);
+
+		j->view = next;
+		j->generation = tree_generation(t);
+		g_thread_pool_push(c->ahead, j, NULL);
+	}
 	return bytes;
 }
 

@@ -6,8 +6,8 @@
 E=$EIFS
 M=$WORK/mnt
 
-# ---- mount the demo folder ----------------------------------------------------
-do_mount "$DEMO" "$M"; rc=$?
+# ---- mount the demo folder (read-only: saving is tests/writeback.sh's) ---------
+do_mount "$DEMO" "$M" -o ro; rc=$?
 check "mount returns 0 and creates the mount point" [ $rc -eq 0 ] && mounted "$M"
 check "the tree is ready when mount returns" [ -f "$M/figures.res/unmotr.anm/cidle/hd" ]
 check "one daemon serves the mount" [ "$(daemon_pids "$M" | wc -l)" -eq 1 ]
@@ -43,7 +43,7 @@ check "archive directory mtime = archive file mtime" [ "$(stat -c %Y "$M/texts.r
 check "entries are read-only files" [ "$(stat -c %A "$M/texts.res/map.txt")" = "-r--r--r--" ]
 (cd "$M" && find . -printf '%i %P\n' | sort) > "$WORK/ino1"
 
-# read-only: writes fail with EROFS, the archive is untouched
+# -o ro: writes fail with EROFS, the archive is untouched
 sum=$(md5sum < "$DEMO/texts.res")
 ( echo x > "$M/texts.res/map.txt" ) 2>"$WORK/w.err"
 check "writing an entry fails: read-only file system" grep -q 'Read-only file system' "$WORK/w.err"
@@ -70,7 +70,7 @@ exec 3<&-
 sleep 0.3
 check "the daemon exits after the last file closes" [ -z "$(daemon_pids "$M")" ]
 
-# inode numbers are stable across remounts
+# inode numbers are stable across remounts, and the same in a read-write mount
 do_mount "$DEMO" "$M"
 (cd "$M" && find . -printf '%i %P\n' | sort) > "$WORK/ino2"
 check "inode numbers stable across remounts" cmp -s "$WORK/ino1" "$WORK/ino2"

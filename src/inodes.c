@@ -1,0 +1,327 @@
+/* Kernel-known inodes: see inodes.h.
+ *
+ * Locking: s->lock guards the table, the counts and each inode's cached
+ * node.  An inode's parent and name change only in inodes_move, which
+ * runs under the tree's write lock, so whoever holds the tree's read lock
+ * may read them without s->lock. */
+#include "inodes.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct inodes {
+	struct tree *tree;
+	struct inode root;
+	GMutex lock;
+	GHashTable *by_name;   /* set of struct inode *, keyed by parent and name */
+	uint64_t count;
+	void (*edit_free)(struct edit *e);
+};
+
+static guint inode_hash(gconstpointer p)
+{
+	const struct inode *in = p;
+
+	return g_str_hash(in->name) ^ (guint)((uintptr_t)in->parent >> 4);
+}
+
+static gboolean inode_equal(gconstpointer a, gconstpointer b)
+{
+	const struct inode *x = a, *y = b;
+
+	return x->parent == y->parent && strcmp(x->name, y->name) == 0;
+}
+
+struct inodes *inodes_new(struct tree *t)
+{
+	struct inodes *s = g_new0(struct inodes, 1);
+
+	s->tree = t;
+	s->root.name = g_strdup("");
+	s->root.refs = 1;
+	s->root.ino = 1;
+	s->root.generation = UINT64_MAX;
+	g_mutex_init(&s->lock);
+	s->by_name = g_hash_table_new(inode_hash, inode_equal);
+	return s;
+}
+
+void inodes_set_edit_free(struct inodes *s, void (*fn)(struct edit *e))
+{
+	s->edit_free = fn;
+}
+
+static void inode_destroy(struct inodes *s, struct inode *in)
+{
+	if (in->edit && s->edit_free)
+		s->edit_free(in->edit);
+	g_free(in->name);
+	g_free(in);
+}
+
+void inodes_free(struct inodes *s)
+{
+	GHashTableIter it;
+	gpointer key;
+	GPtrArray *all = g_ptr_array_new();
+
+	if (!s)
+		return;
+	/* the kernel is gone: every inode, reachable or not, goes */
+	g_hash_table_iter_init(&it, s->by_name);
+	while (g_hash_table_iter_next(&it, &key, NULL))
+		g_ptr_array_add(all, key);
+	for (guint i = 0; i < all->len; i++)
+		inode_destroy(s, all->pdata[i]);
+	g_ptr_array_unref(all);
+	if (s->root.edit && s->edit_free)
+		s->edit_free(s->root.edit);
+	g_hash_table_destroy(s->by_name);
+	g_mutex_clear(&s->lock);
+	g_free(s->root.name);
+	g_free(s);
+}
+
+struct inode *inodes_root(struct inodes *s)
+{
+	return &s->root;
+}
+
+/* Drops one reference; frees what nobody holds, up the parents.  Called
+ * with s->lock held. */
+static void unref_locked(struct inodes *s, struct inode *in)
+{
+	while (in && in != &s->root && --in->refs == 0) {
+		struct inode *parent = in->parent;
+
+		if (!in->unlinked)
+			g_hash_table_remove(s->by_name, in);
+		s->count--;
+		inode_destroy(s, in);
+		in = parent;
+	}
+}
+
+void inode_ref(struct inodes *s, struct inode *in)
+{
+	g_mutex_lock(&s->lock);
+	in->refs++;
+	g_mutex_unlock(&s->lock);
+}
+
+void inode_unref(struct inodes *s, struct inode *in)
+{
+	g_mutex_lock(&s->lock);
+	unref_locked(s, in);
+	g_mutex_unlock(&s->lock);
+}
+
+struct tree_node *inode_node(struct inodes *s, struct inode *in)
+{
+	uint64_t gen = tree_generation(s->tree);
+	struct tree_node *n, *pn;
+	int err = 0;
+
+	g_mutex_lock(&s->lock);
+	if (in->generation == gen) {
+		n = in->node;
+		g_mutex_unlock(&s->lock);
+		return n;
+	}
+	g_mutex_unlock(&s->lock);
+	if (in == &s->root)
+		n = tree_root(s->tree);
+	else if (in->scratch || in->unlinked || !(pn = inode_node(s, in->parent)) || !tree_is_dir(pn))
+		n = NULL;
+	else
+		n = tree_lookup(s->tree, pn, in->name, &err);
+	if (n && in != &s->root && strcmp(n->name, in->name) != 0)
+		n = NULL; /* only another spelling is left: that is another file */
+	g_mutex_lock(&s->lock);
+	in->node = n;
+	in->generation = gen;
+	if (n)
+		in->ino = n->ino;
+	g_mutex_unlock(&s->lock);
+	return n;
+}
+
+struct inode *inodes_find(struct inodes *s, struct inode *parent, const char *name)
+{
+	struct inode key = { .parent = parent, .name = (char *)name };
+	struct inode *in;
+
+	g_mutex_lock(&s->lock);
+	in = g_hash_table_lookup(s->by_name, &key);
+	g_mutex_unlock(&s->lock);
+	return in;
+}
+
+struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_node *node)
+{
+	struct inode key = { .parent = parent, .name = (char *)node->name };
+	struct inode *in;
+
+	g_mutex_lock(&s->lock);
+	in = g_hash_table_lookup(s->by_name, &key);
+	if (!in) {
+		in = g_new0(struct inode, 1);
+		in->parent = parent;
+		in->name = g_strdup(node->name);
+		parent->refs++;
+		s->count++;
+		g_hash_table_add(s->by_name, in);
+	}
+	if (in->nlookup++ == 0)
+		in->refs++;
+	in->node = node;
+	in->ino = node->ino;
+	in->generation = tree_generation(s->tree);
+	g_mutex_unlock(&s->lock);
+	return in;
+}
+
+static void unlink_locked(struct inodes *s, struct inode *in);
+
+struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char *name, uint64_t ino)
+{
+	struct inode key = { .parent = parent, .name = (char *)name };
+	struct inode *in;
+
+	g_mutex_lock(&s->lock);
+	in = g_hash_table_lookup(s->by_name, &key);
+	if (in)
+		unlink_locked(s, in); /* what was there went (only a view can be) */
+	in = g_new0(struct inode, 1);
+	in->parent = parent;
+	in->name = g_strdup(name);
+	in->scratch = 1;
+	in->ino = ino;
+	in->nlookup = 1;
+	in->refs = 1;
+	parent->refs++;
+	s->count++;
+	g_hash_table_add(s->by_name, in);
+	g_mutex_unlock(&s->lock);
+	return in;
+}
+
+void inodes_count_lookup(struct inodes *s, struct inode *in)
+{
+	g_mutex_lock(&s->lock);
+	if (in->nlookup++ == 0)
+		in->refs++;
+	g_mutex_unlock(&s->lock);
+}
+
+void inodes_forget(struct inodes *s, struct inode *in, uint64_t n)
+{
+	if (in == &s->root)
+		return;
+	g_mutex_lock(&s->lock);
+	if (n > in->nlookup)
+		n = in->nlookup;
+	in->nlookup -= n;
+	if (n && in->nlookup == 0)
+		unref_locked(s, in);
+	g_mutex_unlock(&s->lock);
+}
+
+static void unlink_locked(struct inodes *s, struct inode *in)
+{
+	g_hash_table_remove(s->by_name, in);
+	in->unlinked = 1;
+	in->node = NULL;
+	in->generation = tree_generation(s->tree);
+}
+
+void inodes_unlink(struct inodes *s, struct inode *parent, const char *name)
+{
+	struct inode key = { .parent = parent, .name = (char *)name };
+	struct inode *in;
+
+	g_mutex_lock(&s->lock);
+	in = g_hash_table_lookup(s->by_name, &key);
+	if (in)
+		unlink_locked(s, in);
+	g_mutex_unlock(&s->lock);
+}
+
+void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, const char *name)
+{
+	struct inode key = { .parent = new_parent, .name = (char *)name };
+	struct inode *there, *old_parent;
+
+	g_mutex_lock(&s->lock);
+	there = g_hash_table_lookup(s->by_name, &key);
+	if (there && there != in)
+		unlink_locked(s, there);
+	if (!in->unlinked)
+		g_hash_table_remove(s->by_name, in);
+	old_parent = in->parent;
+	new_parent->refs++;
+	in->parent = new_parent;
+	g_free(in->name);
+	in->name = g_strdup(name);
+	in->unlinked = 0;
+	in->scratch = 0;
+	in->generation = UINT64_MAX;
+	g_hash_table_add(s->by_name, in);
+	unref_locked(s, old_parent);
+	g_mutex_unlock(&s->lock);
+}
+
+static int is_below(const struct inode *in, const struct inode *top)
+{
+	for (in = in->parent; in; in = in->parent)
+		if (in == top)
+			return 1;
+	return 0;
+}
+
+void inodes_each_below(struct inodes *s, struct inode *top, void (*fn)(struct inode *in, void *ctx),
+		       void *ctx)
+{
+	GHashTableIter it;
+	gpointer key;
+
+	g_mutex_lock(&s->lock);
+	g_hash_table_iter_init(&it, s->by_name);
+	while (g_hash_table_iter_next(&it, &key, NULL))
+		if (is_below(key, top))
+			fn(key, ctx);
+	g_mutex_unlock(&s->lock);
+}
+
+void inodes_each_edit(struct inodes *s, void (*fn)(struct inode *in, void *ctx), void *ctx)
+{
+	GHashTableIter it;
+	gpointer key;
+
+	g_mutex_lock(&s->lock);
+	g_hash_table_iter_init(&it, s->by_name);
+	while (g_hash_table_iter_next(&it, &key, NULL))
+		if (((struct inode *)key)->edit)
+			fn(key, ctx);
+	g_mutex_unlock(&s->lock);
+}
+
+char *inode_path(struct inodes *s, struct inode *in)
+{
+	GString *p = g_string_new(NULL);
+
+	g_mutex_lock(&s->lock);
+	for (; in && in != &s->root; in = in->parent) {
+		g_string_prepend(p, in->name);
+		g_string_prepend_c(p, '/');
+	}
+	g_mutex_unlock(&s->lock);
+	if (!p->len)
+		g_string_append_c(p, '/');
+	return g_string_free(p, FALSE);
+}
+
+uint64_t inodes_count(struct inodes *s)
+{
+	return s->count;
+}

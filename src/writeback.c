@@ -1,0 +1,430 @@
+/* Planning and running changes made through the mount: see writeback.h. */
+#define _GNU_SOURCE
+#include "writeback.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <glib.h>
+
+#include "ini.h"
+#include "save.h"
+#include "views.h"
+
+struct wb_plan {
+	char *file;           /* the archive file, or the loose file to replace */
+	int replace;          /* a loose file: data replaces it whole */
+	char *unlink_after;   /* a loose file to remove once the save is done */
+	GArray *ops;          /* struct save_op, paths below file */
+	GPtrArray *owned;     /* what the ops point at */
+	GByteArray *data;     /* replace: the new contents */
+	int unchanged;        /* nothing to do */
+};
+
+static int fail(struct res_error *err, int code, uint64_t offset, const char *fmt, ...)
+{
+	va_list ap;
+
+	err->code = code;
+	err->offset = offset;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static struct wb_plan *plan_new(void)
+{
+	struct wb_plan *p = g_new0(struct wb_plan, 1);
+
+	p->ops = g_array_new(FALSE, TRUE, sizeof(struct save_op));
+	p->owned = g_ptr_array_new_with_free_func(g_free);
+	return p;
+}
+
+void wb_plan_free(struct wb_plan *p)
+{
+	if (!p)
+		return;
+	g_free(p->file);
+	g_free(p->unlink_after);
+	g_array_unref(p->ops);
+	g_ptr_array_unref(p->owned);
+	if (p->data)
+		g_byte_array_unref(p->data);
+	g_free(p);
+}
+
+static struct wb_plan *refuse(struct wb_plan *p)
+{
+	wb_plan_free(p);
+	return NULL;
+}
+
+static const char *own(struct wb_plan *p, char *s)
+{
+	g_ptr_array_add(p->owned, s);
+	return s;
+}
+
+/* The path of n below its unit (the archive file), and the file's path. */
+static char *path_in_unit(const struct tree_node *unit, const struct tree_node *n)
+{
+	GString *s = g_string_new(NULL);
+
+	for (; n != unit; n = n->parent) {
+		if (s->len)
+			g_string_prepend_c(s, '/');
+		g_string_prepend(s, n->name);
+	}
+	return g_string_free(s, FALSE);
+}
+
+static int in_archive(const struct tree_node *n)
+{
+	return n->kind == NODE_ENTRY || n->kind == NODE_VDIR
+	       || (n->kind == NODE_ARCHIVE && n->parent && n->parent->kind != NODE_FOLDER);
+}
+
+/* An archive file's plan; NULL unless n lies in a writable archive. */
+static struct wb_plan *archive_plan(struct tree_node *n, struct res_error *err)
+{
+	struct tree_node *unit = tree_unit(n);
+	struct wb_plan *p;
+
+	if (!unit || unit->kind != NODE_ARCHIVE) {
+		fail(err, EXDEV, 0, "not inside an archive");
+		return NULL;
+	}
+	if (!unit->src->writable) {
+		fail(err, EROFS, 0, "%s is read-only", unit->src->path);
+		return NULL;
+	}
+	p = plan_new();
+	p->file = g_strdup(unit->src->path);
+	return p;
+}
+
+static void add_op(struct wb_plan *p, int op, const char *path, const char *to,
+		   const unsigned char *data, size_t len, uint32_t mtime)
+{
+	struct save_op o = { op, path, to, data, len, mtime };
+
+	g_array_append_val(p->ops, o);
+}
+
+/* Reads a file node whole (entries and loose files of text size). */
+static GByteArray *read_whole(struct tree *t, struct tree_node *n, struct res_error *err)
+{
+	GByteArray *b = g_byte_array_sized_new((guint)n->size);
+	ssize_t got;
+
+	g_byte_array_set_size(b, (guint)n->size);
+	got = tree_read(t, n, b->data, b->len, 0);
+	if (got < 0) {
+		fail(err, (int)-got, 0, "cannot read %s: %s", n->name, strerror((int)-got));
+		g_byte_array_unref(b);
+		return NULL;
+	}
+	g_byte_array_set_size(b, (guint)got);
+	return b;
+}
+
+/* Whether n holds exactly these bytes now. */
+static int holds(struct tree *t, struct tree_node *n, const unsigned char *data, size_t len)
+{
+	unsigned char buf[65536];
+	uint64_t done = 0;
+
+	if (n->size != len)
+		return 0;
+	while (done < len) {
+		size_t want = MIN(sizeof buf, len - done);
+		ssize_t got = tree_read(t, n, buf, want, done);
+
+		if (got <= 0 || memcmp(buf, data + done, (size_t)got) != 0)
+			return 0;
+		done += (uint64_t)got;
+	}
+	return 1;
+}
+
+/* The REG bytes an INI text stands for. */
+static GByteArray *ini_to_reg_checked(const unsigned char *text, size_t len, struct res_error *err)
+{
+	struct format_error ferr = { 0 };
+	GByteArray *reg = g_byte_array_new();
+
+	if (ini_to_reg_bytes((const char *)text, len, reg, &ferr) < 0) {
+		/* a value the REG cannot hold is a bad value all the same */
+		fail(err, ferr.code == EILSEQ ? EILSEQ : EINVAL, ferr.offset, "%s", ferr.msg);
+		g_byte_array_unref(reg);
+		return NULL;
+	}
+	return reg;
+}
+
+/* Source src (an entry, or a loose .reg) gets reg; unchanged bytes keep
+ * everything as it is, timestamp included. */
+static struct wb_plan *put_reg(struct tree *t, struct tree_node *src, GByteArray *reg, uint32_t mtime,
+			       struct res_error *err)
+{
+	struct wb_plan *p;
+
+	if (src->kind == NODE_PLAIN) {
+		p = plan_new();
+		p->file = tree_real_path(t, src);
+		p->replace = 1;
+	} else if (!(p = archive_plan(src, err))) {
+		g_byte_array_unref(reg);
+		return NULL;
+	}
+	p->data = reg;
+	p->unchanged = holds(t, src, reg->data, reg->len);
+	if (!p->replace)
+		add_op(p, RES_PUT, own(p, path_in_unit(tree_unit(src), src)), NULL, reg->data, reg->len, mtime);
+	return p;
+}
+
+struct wb_plan *wb_put(struct tree *t, struct tree_node *n, const unsigned char *data, size_t len,
+		       uint32_t mtime, struct res_error *err)
+{
+	struct wb_plan *p;
+
+	if (n->kind == NODE_VIEW) {
+		GByteArray *reg;
+
+		if (!view_is_editable(n->view)) {
+			fail(err, EACCES, 0, "a %s view is read-only", view_type_label(n->view));
+			return NULL;
+		}
+		reg = ini_to_reg_checked(data, len, err);
+		return reg ? put_reg(t, view_source(n), reg, mtime, err) : NULL;
+	}
+	if (n->kind != NODE_ENTRY) {
+		fail(err, EISDIR, 0, "not an entry");
+		return NULL;
+	}
+	p = archive_plan(n, err);
+	if (!p)
+		return NULL;
+	/* a new timestamp alone (touch) is a change */
+	p->unchanged = (uint32_t)n->mtime == mtime && holds(t, n, data, len);
+	add_op(p, RES_PUT, own(p, path_in_unit(tree_unit(n), n)), NULL, data, len, mtime);
+	return p;
+}
+
+static char *child_path(struct tree_node *unit, struct tree_node *dir, const char *name)
+{
+	char *base = path_in_unit(unit, dir);
+	char *path = *base ? g_strconcat(base, "/", name, NULL) : g_strdup(name);
+
+	g_free(base);
+	return path;
+}
+
+struct wb_plan *wb_create(struct tree *t, struct tree_node *dir, const char *name,
+			  const unsigned char *data, size_t len, uint32_t mtime, struct res_error *err)
+{
+	int e = 0;
+	struct tree_node *there = tree_lookup(t, dir, name, &e);
+	struct wb_plan *p;
+
+	if (there && (there->kind == NODE_VIEW || there->kind == NODE_ENTRY))
+		return wb_put(t, there, data, len, mtime, err);
+	if (there) {
+		fail(err, EISDIR, 0, "%s is a folder", name);
+		return NULL;
+	}
+	p = archive_plan(dir, err);
+	if (p)
+		add_op(p, RES_PUT, own(p, child_path(tree_unit(dir), dir, name)), NULL, data, len, mtime);
+	return p;
+}
+
+struct wb_plan *wb_delete(struct tree *t, struct tree_node *n, struct res_error *err)
+{
+	struct wb_plan *p;
+
+	if (!in_archive(n) || n->kind == NODE_VDIR) {
+		fail(err, n->kind == NODE_VDIR ? EISDIR : EPERM, 0, "not an entry of an archive");
+		return NULL;
+	}
+	p = archive_plan(n, err);
+	if (p)
+		add_op(p, RES_DELETE, own(p, path_in_unit(tree_unit(n), n)), NULL, NULL, 0, 0);
+	return p;
+}
+
+/* Every entry below folder v, renamed from below v to below to. */
+static int rename_below(struct tree *t, struct wb_plan *p, struct tree_node *unit, struct tree_node *v,
+			const char *to, struct res_error *err)
+{
+	const struct tree_dir *d;
+	int rc = tree_children(t, v, &d);
+
+	if (rc < 0)
+		return fail(err, -rc, 0, "cannot read %s: %s", v->name, strerror(-rc));
+	for (uint32_t i = 0; i < d->count && rc == 0; i++) {
+		struct tree_node *c = &d->child[i];
+		char *c_to = g_strconcat(to, "/", c->name, NULL);
+
+		if (c->kind == NODE_VDIR)
+			rc = rename_below(t, p, unit, c, c_to, err);
+		else if (c->kind != NODE_VIEW)
+			add_op(p, RES_RENAME, own(p, path_in_unit(unit, c)), own(p, g_strdup(c_to)), NULL, 0, 0);
+		g_free(c_to);
+	}
+	return rc;
+}
+
+/* A file saved over an INI view: its contents become the REG, it goes. */
+static struct wb_plan *rename_onto_view(struct tree *t, struct tree_node *n, struct tree_node *view,
+					struct res_error *err)
+{
+	GByteArray *text, *reg;
+	struct wb_plan *p;
+
+	if (n->kind != NODE_ENTRY && n->kind != NODE_PLAIN) {
+		fail(err, EISDIR, 0, "only a file can replace a view");
+		return NULL;
+	}
+	if (n->size > VIEW_MAX_TEXT_SOURCE) {
+		fail(err, EFBIG, 0, "too big for an INI text");
+		return NULL;
+	}
+	text = read_whole(t, n, err);
+	if (!text)
+		return NULL;
+	reg = ini_to_reg_checked(text->data, text->len, err);
+	g_byte_array_unref(text);
+	if (!reg)
+		return NULL;
+	if ((n->kind == NODE_PLAIN) != (view_source(view)->kind == NODE_PLAIN)
+	    || (n->kind == NODE_ENTRY && tree_unit(n) != tree_unit(view))) {
+		g_byte_array_unref(reg);
+		fail(err, EXDEV, 0, "the file and the view are not in one archive or folder");
+		return NULL;
+	}
+	p = put_reg(t, view_source(view), reg, (uint32_t)n->mtime, err);
+	if (!p)
+		return NULL;
+	p->unchanged = 0; /* the renamed file goes in any case */
+	if (n->kind == NODE_PLAIN)
+		p->unlink_after = tree_real_path(t, n);
+	else
+		add_op(p, RES_DELETE, own(p, path_in_unit(tree_unit(n), n)), NULL, NULL, 0, 0);
+	return p;
+}
+
+struct wb_plan *wb_rename(struct tree *t, struct tree_node *n, struct tree_node *dir, const char *name,
+			  struct res_error *err)
+{
+	struct tree_node *unit = tree_unit(n), *target;
+	struct wb_plan *p;
+	int e = 0;
+
+	target = tree_lookup(t, dir, name, &e);
+	if (target && target->kind == NODE_VIEW && view_is_editable(target->view))
+		return rename_onto_view(t, n, target, err);
+	if (n->kind == NODE_VIEW || (target && target->kind == NODE_VIEW)) {
+		fail(err, EPERM, 0, "views are made by eifs: they cannot be renamed or replaced");
+		return NULL;
+	}
+	if (!in_archive(n) || tree_unit(dir) != unit || !(in_archive(dir) || dir == unit)) {
+		fail(err, EXDEV, 0, "a rename stays inside one archive");
+		return NULL;
+	}
+	if (target && tree_is_dir(target) && !tree_is_dir(n)) {
+		fail(err, EISDIR, 0, "%s is a folder", name);
+		return NULL;
+	}
+	p = archive_plan(n, err);
+	if (!p)
+		return NULL;
+	if (n->kind == NODE_VDIR) {
+		if (rename_below(t, p, unit, n, own(p, child_path(unit, dir, name)), err) < 0)
+			return refuse(p);
+	} else {
+		add_op(p, RES_RENAME, own(p, path_in_unit(unit, n)), own(p, child_path(unit, dir, name)), NULL,
+		       0, 0);
+	}
+	return p;
+}
+
+/* ---- running a plan ------------------------------------------------------- */
+
+static int sync_folder_of(const char *path)
+{
+	char *dir = g_path_get_dirname(path);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	g_free(dir);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static int write_all(int fd, const unsigned char *data, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, data + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int wb_replace_file(const char *path, const unsigned char *data, size_t len, struct res_error *err)
+{
+	char *dir = g_path_get_dirname(path), *base = g_path_get_basename(path);
+	char *tmp = g_strdup_printf("%s/.%s.eifs-XXXXXX", dir, base);
+	struct stat st;
+	int fd = g_mkstemp_full(tmp, O_RDWR | O_CLOEXEC, 0600), rc = 0;
+
+	if (fd < 0)
+		rc = fail(err, errno, 0, "cannot create %s: %s", tmp, strerror(errno));
+	else if (stat(path, &st) == 0 && fchmod(fd, st.st_mode & 07777) < 0)
+		rc = fail(err, errno, 0, "cannot set the mode of %s: %s", tmp, strerror(errno));
+	else if ((rc = write_all(fd, data, len)) < 0 || (fsync(fd) < 0 && (rc = -errno)))
+		rc = fail(err, -rc, 0, "cannot write %s: %s", tmp, strerror(-rc));
+	if (fd >= 0 && close(fd) < 0 && rc == 0)
+		rc = fail(err, errno, 0, "cannot write %s: %s", tmp, strerror(errno));
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = fail(err, errno, 0, "cannot rename %s: %s", tmp, strerror(errno));
+	if (rc == 0 && (rc = sync_folder_of(path)) < 0)
+		rc = fail(err, -rc, 0, "cannot flush the folder of %s: %s", path, strerror(-rc));
+	else if (rc < 0 && fd >= 0)
+		unlink(tmp);
+	g_free(tmp);
+	g_free(dir);
+	g_free(base);
+	return rc;
+}
+
+int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_error *err)
+{
+	int rc;
+
+	if (p->unchanged)
+		return 1;
+	if (p->replace)
+		rc = wb_replace_file(p->file, p->data->data, p->data->len, err);
+	else
+		rc = save_archive(p->file, (const struct save_op *)(void *)p->ops->data, p->ops->len, opt, err);
+	if (rc >= 0 && p->unlink_after && unlink(p->unlink_after) < 0 && errno != ENOENT)
+		rc = fail(err, errno, 0, "saved, but cannot remove %s: %s", p->unlink_after, strerror(errno));
+	return rc;
+}
