@@ -667,14 +667,18 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 /* Editors' temporaries (swap files, backups, the files sed -i and gedit
  * write before renaming them over the real one) made inside an archive
  * live in memory only: the archive gets the file they are renamed to, not
- * the junk.  Patterns: .NAME.swp (any .sw?), vim's 4913 probe, NAME~,
+ * the junk.  Patterns: .NAME.swp (any .sw?, and .swpx), vim's 4913, NAME~,
  * .goutputstream-*, sed's sedXXXXXX, emacs's .#NAME and #NAME#,
  * .NAME.kate-swp. */
 int fs_is_scratch_name(const char *name)
 {
 	size_t len = strlen(name);
 
-	if (len > 4 && name[0] == '.' && name[len - 4] == '.' && name[len - 3] == 's' && name[len - 2] == 'w')
+	const char *ext = strrchr(name, '.');
+
+	/* .NAME.swp, .swo ..., and the .swpx vim makes to probe the file system */
+	if (name[0] == '.' && ext && ext != name && ext[1] == 's' && ext[2] == 'w' && ext[3]
+	    && (!ext[4] || (ext[4] == 'x' && !ext[5])))
 		return 1;
 	if (strcmp(name, "4913") == 0 || (len > 1 && name[len - 1] == '~'))
 		return 1;

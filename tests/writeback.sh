@@ -1,0 +1,195 @@
+#!/bin/sh
+# Saving through a read-write mount of a copy of the demo folder: raw
+# entries and INI views changed by the tools people use, each result
+# checked through the mount, offline with eifs cat / eifs check, and after
+# unmount and a new mount.
+. "$(dirname "$0")/lib.sh"
+: "${DEMO:?DEMO must point at the built demo folder}"
+[ -e /dev/fuse ] && command -v fusermount3 >/dev/null || skip_all "no /dev/fuse or fusermount3 here"
+E=$EIFS
+G=$WORK/game
+M=$WORK/mnt
+cp -r "$DEMO" "$G" && chmod -R u+w "$G"
+Q=quests.res/z1q1.mq/z1q1   # a .reg in a backslash folder of a .mq in a .res
+
+remount() { do_umount "$M" && do_mount "$G" "$M"; }
+holds() { # holds ARCHIVE/PATH TEXT: the entry is exactly TEXT (offline)
+	"$E" cat "$G/$1" > "$WORK/holds" 2>/dev/null && printf '%s' "$2" | cmp -s - "$WORK/holds"
+}
+reads() { # reads PATH TEXT: the file through the mount is exactly TEXT
+	printf '%s' "$2" | cmp -s - "$M/$1"
+}
+ini_key() { # ini_key ARCHIVE/PATH.reg KEY: the value of KEY in the REG, offline
+	"$E" convert "$G/$1" - 2>/dev/null | sed -n "s/^$2=//p" | head -n1
+}
+clean() { "$E" check "$G/$1" > "$WORK/check.out" 2>&1; }
+untouched() { # untouched ARCHIVE EXCEPT...: every other entry as in the demo
+	a=$1; shift
+	"$E" ls -R "$DEMO/$a" | while IFS= read -r p; do
+		skip=0; for x in "$@"; do [ "$p" = "$x" ] && skip=1; done
+		[ $skip -eq 1 ] && continue
+		"$E" cat "$DEMO/$a/$p" > "$WORK/u1" 2>/dev/null || continue
+		"$E" cat "$G/$a/$p" 2>/dev/null | cmp -s - "$WORK/u1" || echo "changed: $a/$p"
+	done | grep -q . && return 1
+	return 0
+}
+
+do_mount "$G" "$M"; rc=$?
+check "a writable game folder mounts read-write" [ $rc -eq 0 ] && [ -w "$M/texts.res/map.txt" ]
+
+# ---- raw entries ------------------------------------------------------------------
+printf 'line one\n' > "$M/texts.res/map.txt"
+check "shell > replaces an entry (read back through the mount)" reads texts.res/map.txt 'line one
+'
+check "... and the archive file has it as soon as the file is closed" holds texts.res/map.txt 'line one
+'
+check "... eifs check passes" clean texts.res
+check "... every other entry of the archive is byte-identical" untouched texts.res map.txt
+
+sed -i 's/one/two/' "$M/texts.res/map.txt"
+check "sed -i (a temporary renamed over the file)" holds texts.res/map.txt 'line two
+'
+check "sed's temporary never reached the archive" not sh -c "'$E' ls '$G/texts.res' | grep -q '^sed'"
+
+printf 'copied\n' > "$WORK/src.txt"
+cp "$WORK/src.txt" "$M/texts.res/map.txt"
+check "cp over an entry" holds texts.res/map.txt 'copied
+'
+truncate -s 3 "$M/texts.res/map.txt"
+check "truncate" holds texts.res/map.txt 'cop' && [ "$(stat -c %s "$M/texts.res/map.txt")" -eq 3 ]
+printf 'XY' | dd of="$M/texts.res/map.txt" bs=1 seek=1 conv=notrunc 2>/dev/null
+check "dd writing at an offset" holds texts.res/map.txt 'cXY'
+printf 'Z' | dd of="$M/texts.res/map.txt" bs=1 seek=5 conv=notrunc 2>/dev/null
+check "a write past the end leaves zeros between" sh -c "'$E' cat '$G/texts.res/map.txt' | od -An -c | tr -s ' ' | grep -q 'c X Y \\\\0 \\\\0 Z'"
+
+# the entry has DOS line ends, which vim keeps
+vim -es -N -u NONE -c '%s/^.*$/edited by vim/' -c 'wq' "$M/texts.res/say s2"
+printf 'edited by vim\r\n' > "$WORK/vim1"
+check "vim (swap file, write-backup) saves an entry" sh -c "'$E' cat '$G/texts.res/say s2' | cmp -s - '$WORK/vim1'"
+vim -es -N -u NONE -c 'set backup' -c '%s/vim/vim again/' -c 'wq' "$M/texts.res/say s2"
+printf 'edited by vim again\r\n' > "$WORK/vim2"
+check "vim with 'backup' set" sh -c "'$E' cat '$G/texts.res/say s2' | cmp -s - '$WORK/vim2'"
+check "no swap file reached the archive" not sh -c "'$E' ls '$G/texts.res' | grep -qE 'sw.x?\$|4913'"
+
+# gedit: a hidden temporary renamed over the file; VS Code-like: any new file
+printf 'gedit text\n' > "$M/texts.res/.goutputstream-AB12CD"
+mv "$M/texts.res/.goutputstream-AB12CD" "$M/texts.res/say empty"
+check "gedit pattern (hidden temporary, rename over)" holds "texts.res/say empty" 'gedit text
+'
+printf 'other editor\n' > "$M/texts.res/.say empty.new"
+check "a new file is saved when closed" holds "texts.res/.say empty.new" 'other editor
+'
+mv "$M/texts.res/.say empty.new" "$M/texts.res/say empty"
+check "renamed over the file: the target has its bytes" holds "texts.res/say empty" 'other editor
+'
+check "... and the old name is gone" not "$E" cat "$G/texts.res/.say empty.new" 2>/dev/null
+
+# create, rename, delete, nested archives and backslash folders
+printf 'fresh' > "$M/quests.res/z1q1.mq/z1q1/new.txt"
+check "create in a backslash folder of a nested archive" holds "$Q/new.txt" fresh
+mv "$M/quests.res/z1q1.mq/z1q1/new.txt" "$M/quests.res/z1q1.mq/moved.txt"
+check "rename between folders of one archive" holds quests.res/z1q1.mq/moved.txt fresh && not "$E" cat "$G/$Q/new.txt" 2>/dev/null
+rm "$M/quests.res/z1q1.mq/moved.txt"
+check "rm deletes an entry" not "$E" cat "$G/quests.res/z1q1.mq/moved.txt" 2>/dev/null && [ ! -e "$M/quests.res/z1q1.mq/moved.txt" ]
+check "the nested archives check clean" clean quests.res
+mv "$M/texts.res/zone gz9g" "$M/quests.res/gz9g" 2>/dev/null
+check "mv between two archive files still works (copy and delete)" [ -f "$M/quests.res/gz9g" ] && [ ! -e "$M/texts.res/zone gz9g" ] && holds quests.res/gz9g ''
+mkdir "$M/newfolder" && printf 'loose' > "$M/newfolder/file.txt"
+check "folders and loose files of the game folder pass through" [ "$(cat "$G/newfolder/file.txt")" = loose ]
+
+# ---- INI views --------------------------------------------------------------------------
+check "INI views are writable" [ -w "$M/$Q/quest.ini" ] && [ ! -w "$M/textures.res/ground_grass.png" ]
+sed -i 's/^exp=.*/exp=4321/' "$M/$Q/quest.ini"
+check "sed -i on an INI view saves the REG three archives deep" [ "$(ini_key "$Q/quest.reg" exp)" = 4321 ]
+check "the view shows the text as written" grep -qx 'exp=4321' "$M/$Q/quest.ini"
+check "the raw REG through the mount is the new one" sh -c "'$E' cat '$G/$Q/quest.reg' | cmp -s - '$M/$Q/quest.reg'"
+check "the archive checks clean" clean quests.res
+
+sum=$(md5sum < "$G/quests.res")
+cat "$M/$Q/quest.ini" > "$WORK/q.ini"
+cat "$WORK/q.ini" > "$M/$Q/quest.ini"
+sed -i 's/nothing-matches-this//' "$M/$Q/quest.ini"
+check "saves that leave the REG bytes as they were write nothing" [ "$(md5sum < "$G/quests.res")" = "$sum" ]
+
+sed 's/^money=.*/money=999/' "$WORK/q.ini" > "$WORK/q2.ini"
+vim -es -N -u NONE -c '%s/^money=.*/money=999/' -c 'wq' "$M/$Q/quest.ini"
+check "vim on an INI view" [ "$(ini_key "$Q/quest.reg" money)" = 999 ]
+printf '[RES]\ntexts.res=res\\texts.res\n' > "$WORK/cfg.ini"
+cp "$WORK/cfg.ini" "$M/config.ini"
+check "a loose config.reg saved through its view (file replaced atomically)" \
+	sh -c "'$E' convert '$G/config.reg' - | grep -qx 'texts.res=res.texts.res'"
+check "... no temporary left in the folder" [ "$(ls -a "$G" | grep -c eifs)" -eq 0 ]
+
+# the kernel's caches: a raw write of the REG shows in the view at once
+cp "$M/$Q/quest.reg" "$WORK/saved.reg"
+"$E" convert "$WORK/saved.reg" "$WORK/saved.ini"
+sed 's/^exp=.*/exp=777/' "$WORK/saved.ini" > "$WORK/777.ini"
+head -c 0 "$M/$Q/quest.ini" >/dev/null; s0=$(stat -c %s "$M/$Q/quest.ini")
+cp "$WORK/777.ini" "$M/$Q/quest.ini"
+check "view size follows the save" [ "$(stat -c %s "$M/$Q/quest.ini")" -eq "$(wc -c < "$WORK/777.ini")" ]
+check "the REG size follows too" [ "$(stat -c %s "$M/$Q/quest.reg")" -eq "$("$E" cat "$G/$Q/quest.reg" | wc -c)" ]
+cp "$WORK/saved.reg" "$M/$Q/quest.reg"
+check "a raw REG write shows in its INI view at once" grep -qx 'exp=4321' "$M/$Q/quest.ini" && [ "$(stat -c %s "$M/$Q/quest.ini")" -eq "$(wc -c < "$M/$Q/quest.ini")" ]
+
+# ---- bad INI: the save fails, the archive is untouched, the text stays -----------------
+sum=$(md5sum < "$G/quests.res")
+printf '[quest]\nexp=12\n[broken\n' > "$WORK/bad.ini"
+cp "$WORK/bad.ini" "$M/$Q/quest.ini" 2>"$WORK/cp.err"; rc=$?
+check "an INI that does not parse fails the close (cp reports EINVAL)" [ $rc -ne 0 ] && grep -q 'Invalid argument' "$WORK/cp.err"
+check "the archive is untouched" [ "$(md5sum < "$G/quests.res")" = "$sum" ]
+check "the text stays in the view" cmp -s "$WORK/bad.ini" "$M/$Q/quest.ini"
+check "the status file says which file, line and reason" grep -q "^$Q/quest.ini	Invalid argument	line 3: " "$M/.eifs-status"
+dd if="$WORK/bad.ini" of="$M/$Q/quest.ini" conv=fsync 2>"$WORK/dd.err"; rc=$?
+check "fsync reports the failed save too" [ $rc -ne 0 ] && grep -q 'Invalid argument' "$WORK/dd.err"
+printf '[quest]\nname=中文\n' > "$WORK/cjk.ini"
+cp "$WORK/cjk.ini" "$M/$Q/quest.ini" 2>"$WORK/cp2.err"; rc=$?
+check "text with no cp1251 form: EILSEQ" [ $rc -ne 0 ] && grep -q 'Invalid or incomplete multibyte' "$WORK/cp2.err"
+printf '[quest]\nexp=99999999999999\n' > "$WORK/range.ini"
+cp "$WORK/range.ini" "$M/$Q/quest.ini" 2>/dev/null; rc=$?
+check "an integer out of range: refused" [ $rc -ne 0 ] && [ "$(md5sum < "$G/quests.res")" = "$sum" ]
+rm "$M/$Q/quest.ini"
+check "rm of the view reverts it to the REG's text" grep -qx 'exp=4321' "$M/$Q/quest.ini" && [ ! -s "$M/.eifs-status" ]
+check "... and the archive is still untouched" [ "$(md5sum < "$G/quests.res")" = "$sum" ]
+
+# ---- another program changes an archive while mounted -----------------------------
+cat "$M/texts.res/UNIT guard" > /dev/null
+printf 'from eifs put' | "$E" put "$G/texts.res/UNIT guard" -
+check "a change by another program shows through the mount" reads "texts.res/UNIT guard" 'from eifs put'
+"$E" compact "$G/texts.res"
+check "... and after a compaction replaced the file" reads "texts.res/UNIT guard" 'from eifs put' && reads texts.res/map.txt "$("$E" cat "$G/texts.res/map.txt")"
+printf 'mount' > "$M/texts.res/UNIT guard"
+check "a save after the compaction goes to the new file" holds "texts.res/UNIT guard" mount
+
+# concurrent savers: the mount and eifs put, serialised by the file lock
+(for i in 1 2 3 4 5 6 7 8 9 10; do printf "put $i" | "$E" put "$G/texts.res/put.txt" -; done) &
+pp=$!
+for i in 1 2 3 4 5 6 7 8 9 10; do printf "mount $i" > "$M/texts.res/mount.txt"; done
+wait $pp
+check "concurrent saves from the mount and eifs put all land" holds texts.res/put.txt 'put 10' && holds texts.res/mount.txt 'mount 10' && clean texts.res
+
+# ---- nothing is left for the unmount -------------------------------------------------------
+printf 'swap' > "$M/texts.res/.x.swp"
+exec 3> "$M/texts.res/open.txt"
+printf 'written, not closed' >&3
+exec 3>&-
+pid=$(daemon_pids "$M" | head -n1)
+kill -9 "$pid"
+fusermount3 -uz "$M" 2>/dev/null
+check "a save is on disk when close returns (daemon killed right after)" holds texts.res/open.txt 'written, not closed'
+do_mount "$G" "$M"
+"$E" cat "$G/texts.res/map.txt" > "$WORK/map.now"
+check "after unmount and a new mount: raw entries" cmp -s "$WORK/map.now" "$M/texts.res/map.txt" && reads "texts.res/say empty" 'other editor
+'
+check "... the INI views" grep -qx 'money=999' "$M/$Q/quest.ini"
+check "... every archive checks clean" clean texts.res && clean quests.res
+check "an editor's temporary does not outlive the mount (memory only)" [ ! -e "$M/texts.res/.x.swp" ]
+do_umount "$M"
+
+# ---- read-only archives stay so ---------------------------------------------------------------
+chmod 444 "$G/figures.res"
+do_mount "$G" "$M"
+sum=$(md5sum < "$G/figures.res")
+( printf x > "$M/figures.res/unmotr.anm/cidle/hd" ) 2>"$WORK/ro.err"
+check "an archive without write permission is read-only, even to root" grep -q 'Permission denied\|Read-only' "$WORK/ro.err" && [ "$(md5sum < "$G/figures.res")" = "$sum" ]
+do_umount "$M"
+finish
