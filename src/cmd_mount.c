@@ -129,6 +129,28 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* Test hook, not a user option: EIFS_FAULT_STEP=N kills the daemon
+ * before step N of its first commit (res_commit.h), as a crash there
+ * would (tests/crash.sh). */
+static int die_at_step(void *ctx, int step)
+{
+	if (step == *(const int *)ctx)
+		_exit(70);
+	return 0;
+}
+
+static void set_fault_hook(struct fs *fs)
+{
+	static int step;
+	const char *env = getenv("EIFS_FAULT_STEP");
+
+	fs->commit.align = 1;
+	if (env && (step = atoi(env)) > 0) {
+		fs->commit.fault = die_at_step;
+		fs->commit.fault_ctx = &step;
+	}
+}
+
 static int serve(struct fuse_session *se, int single_thread)
 {
 	struct fuse_loop_config *cfg;
@@ -201,6 +223,7 @@ int cmd_mount(int argc, char **argv, int helper_form)
 		return EXIT_NO_SOURCE;
 	}
 	fs_init_state(&fs);
+	set_fault_hook(&fs);
 	if (stat(m.mnt, &st) < 0 && errno == ENOENT && !helper_form && g_mkdir_with_parents(m.mnt, 0755) < 0) {
 		fprintf(stderr, "eifs: cannot create %s: %s\n", m.mnt, strerror(errno));
 		goto out;

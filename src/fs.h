@@ -7,6 +7,7 @@
 #include <fuse_lowlevel.h>
 
 #include "inodes.h"
+#include "res_commit.h"
 #include "tree.h"
 #include "view_cache.h"
 
@@ -22,6 +23,7 @@ struct fs {
 	struct fuse_session *se;
 	struct notifier *notifier;
 	GMutex edits_lock;   /* inode->edit pointers and edit counts */
+	struct res_commit_options commit; /* how saves commit (a test hook too) */
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -265,7 +265,7 @@ static int run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, str
 
 	inode_ref(fs->inodes, unit);
 	tree_read_unlock(fs->tree);
-	rc = wb_run(plan, NULL, err);
+	rc = wb_run(plan, &fs->commit, err);
 	wb_plan_free(plan);
 	if (rc == 0)
 		fs_reload(fs, unit);
