@@ -984,7 +984,7 @@ static struct tree *open_tree(const char *path, int writable, int *err)
 		t->root.mode = st.st_mode;
 		rc = tree_children(t, &t->root, &d);
 	} else {
-		rc = open_root_archive(t, path, &st);
+		rc = open_root_archive(t, t->src_path, &st);
 	}
 	if (rc < 0) {
 		*err = -rc;
