@@ -496,6 +496,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	tree_read_unlock(fs->tree);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 1;
+	fi->noflush = 1; /* nothing to save: closing it needs no request */
 	fuse_reply_open(req, fi);
 }
 

@@ -78,6 +78,9 @@ struct edit *fs_edit_get(struct fs *fs, struct inode *in)
 {
 	struct edit *e;
 
+	/* most inodes never have one: no lock for them on the read path */
+	if (!__atomic_load_n(&in->edit, __ATOMIC_ACQUIRE))
+		return NULL;
 	g_mutex_lock(&fs->edits_lock);
 	e = in->edit;
 	if (e)

@@ -122,13 +122,11 @@ struct tree_node *inode_node(struct inodes *s, struct inode *in)
 	struct tree_node *n, *pn;
 	int err = 0;
 
-	g_mutex_lock(&s->lock);
-	if (in->generation == gen) {
-		n = in->node;
-		g_mutex_unlock(&s->lock);
-		return n;
-	}
-	g_mutex_unlock(&s->lock);
+	/* Resolvers run under the tree's read lock, so all of them find the
+	 * same node for one generation: the node is stored before the
+	 * generation that says it is current, and read after it. */
+	if (__atomic_load_n(&in->generation, __ATOMIC_ACQUIRE) == gen)
+		return __atomic_load_n(&in->node, __ATOMIC_RELAXED);
 	if (in == &s->root)
 		n = tree_root(s->tree);
 	else if (in->scratch || in->unlinked || !(pn = inode_node(s, in->parent)) || !tree_is_dir(pn))
@@ -137,12 +135,10 @@ struct tree_node *inode_node(struct inodes *s, struct inode *in)
 		n = tree_lookup(s->tree, pn, in->name, &err);
 	if (n && in != &s->root && strcmp(n->name, in->name) != 0)
 		n = NULL; /* only another spelling is left: that is another file */
-	g_mutex_lock(&s->lock);
-	in->node = n;
-	in->generation = gen;
+	__atomic_store_n(&in->node, n, __ATOMIC_RELAXED);
 	if (n)
-		in->ino = n->ino;
-	g_mutex_unlock(&s->lock);
+		__atomic_store_n(&in->ino, n->ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&in->generation, gen, __ATOMIC_RELEASE);
 	return n;
 }
 
@@ -174,9 +170,9 @@ struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_
 	}
 	if (in->nlookup++ == 0)
 		in->refs++;
-	in->node = node;
-	in->ino = node->ino;
-	in->generation = tree_generation(s->tree);
+	__atomic_store_n(&in->node, node, __ATOMIC_RELAXED);
+	__atomic_store_n(&in->ino, node->ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&in->generation, tree_generation(s->tree), __ATOMIC_RELEASE);
 	g_mutex_unlock(&s->lock);
 	return in;
 }
