@@ -1,0 +1,107 @@
+#!/bin/sh
+# Malformed archives, made here byte by byte, mounted for real: a folder of
+# them mounts and shows each bad archive as a plain file (with one log line
+# naming it and the offset) or lists its good entries; bad entries give EIO;
+# a bad archive mounted alone is refused with a message.  The daemon stays
+# up, answers, and stays small throughout.
+. "$(dirname "$0")/lib.sh"
+[ -e /dev/fuse ] && command -v fusermount3 >/dev/null || skip_all "no /dev/fuse or fusermount3 here"
+E=$EIFS
+B=$WORK/bad
+M=$WORK/mnt
+mkdir -p "$B"
+
+# raw OUT COUNT TABLE_OFFSET NAMES_LEN [ENTRY...] [-- DATA NAMES]: a header,
+# then for each ENTRY "next,length,offset,name_len,name_off" a table row;
+# DATA is put right after the header, NAMES after the table.
+raw() {
+	out=$1 count=$2 toff=$3 nlen=$4; shift 4
+	{ printf '\074\342\234\001'; le32 "$count"; le32 "$toff"; le32 "$nlen"; } > "$out"
+	data="" names=""
+	rows=""
+	while [ $# -gt 0 ]; do
+		if [ "$1" = -- ]; then data=$2 names=$3; break; fi
+		rows="$rows $1"; shift
+	done
+	printf '%s' "$data" >> "$out"
+	for r in $rows; do
+		IFS=, read -r nx ln of nl no <<EOF
+$r
+EOF
+		{ le32 "$nx"; le32 "$ln"; le32 "$of"; le32 1000000000; le16 "$nl"; le32 "$no"; } >> "$out"
+	done
+	printf '%s' "$names" >> "$out"
+}
+
+# a good archive to compare with: two entries "a" -> "hello", "b" -> "world"
+raw "$B/good.res" 2 26 2 '-1,5,16,1,0' '-1,5,21,1,1' -- helloworld ab
+printf '\074\342\234\001\002\000' > "$B/short_header.res"
+raw "$B/short_table.res" 3 26 2 '-1,5,16,1,0' -- helloworld ab
+raw "$B/short_names.res" 2 26 20 '-1,5,16,1,0' '-1,5,21,1,1' -- helloworld ab
+head -c 71 "$B/good.res" > "$B/cut_names.res"
+raw "$B/past_end.res" 2 26 2 '-1,5,16,1,0' '-1,500,21,1,1' -- helloworld ab
+raw "$B/offset_past_end.res" 2 26 2 '-1,5,16,1,0' '-1,5,4000000000,1,1' -- helloworld ab
+raw "$B/overlap.res" 2 26 2 '-1,8,16,1,0' '-1,5,19,1,1' -- helloworld ab
+raw "$B/next_range.res" 2 26 2 '7,5,16,1,0' '-1,5,21,1,1' -- helloworld ab
+raw "$B/next_cycle.res" 2 26 2 '1,5,16,1,0' '0,5,21,1,1' -- helloworld ab
+raw "$B/name_outside.res" 2 26 2 '-1,5,16,1,0' '-1,5,21,9,60000' -- helloworld ab
+{ printf '\074\342\234\001'; le32 10000000; le32 16; le32 0; head -c 1000 /dev/zero; } > "$B/ten_million.res"
+# a nested archive whose window starts at its parent's own header
+{ printf '\074\342\234\001'; le32 1; le32 16; le32 8; le32 -1; le32 46; le32 0; le32 1000000000; le16 8; le32 0; printf 'self.mod'; } > "$B/self.res"
+# 100 archives nested in one another
+printf 'deepest' > "$WORK/leaf.txt"
+cur=$WORK/leaf.txt name=leaf.txt
+for i in $(seq 100); do
+	rm -rf "$WORK/lvl" && mkdir "$WORK/lvl" && cp "$cur" "$WORK/lvl/$name"
+	"$E" pack "$WORK/lvl" "$WORK/lvl$i.res" 2>/dev/null || break
+	cur=$WORK/lvl$i.res name=d.res
+done
+cp "$cur" "$B/deep.res"
+rawres "$B/names.res" '..' 'dotdot' 'a/b' 'slash' '' 'empty' 'x\000y' 'nul' 'Same' 'first' 'SAME' 'second' 'bad\230byte' 'undef'
+
+"$E" mount -f "$B" "$M" 2>"$WORK/daemon.log" &
+daemon=$!
+MOUNTS="$MOUNTS $M"
+for i in $(seq 100); do mounted "$M" && break; sleep 0.05; done
+check "a folder full of malformed archives mounts" mounted "$M"
+
+check "a good archive beside them reads" [ "$(cat "$M/good.res/a")" = hello ] && [ "$(cat "$M/good.res/b")" = world ]
+for f in short_header short_table short_names cut_names ten_million; do
+	check "$f.res: shown as a plain file with its bytes" [ -f "$M/$f.res" ] && cmp -s "$B/$f.res" "$M/$f.res"
+done
+for f in short_table cut_names ten_million; do
+	check "$f.res: one log line naming it and an offset" [ "$(grep -c "$f.res: offset [0-9]*:" "$WORK/daemon.log")" -eq 1 ]
+done
+check "data past the end: the good entry reads" [ "$(cat "$M/past_end.res/a")" = hello ]
+cat "$M/past_end.res/b" > /dev/null 2>"$WORK/e1"
+check "... the bad one gives EIO" grep -q 'Input/output error' "$WORK/e1"
+check "... logged once with archive, entry and offset" [ "$(grep -c 'past_end.res/b: data at 21+500 is past the archive end' "$WORK/daemon.log")" -eq 1 ]
+cat "$M/offset_past_end.res/b" > /dev/null 2>"$WORK/e2"
+check "an offset of 4 GB: EIO" grep -q 'Input/output error' "$WORK/e2"
+check "overlapping entries both read" [ "$(cat "$M/overlap.res/a")" = hellowor ] && [ "$(cat "$M/overlap.res/b")" = lowor ]
+check "chain link out of range: entries still listed and read" [ "$(cat "$M/next_range.res/a")" = hello ]
+check "cyclic chain: entries still listed and read" [ "$(cat "$M/next_cycle.res/b")" = world ]
+check "eifs check reports the broken chains" not "$E" check "$B/next_range.res" >/dev/null 2>&1 && not "$E" check "$B/next_cycle.res" >/dev/null 2>&1
+check "a name outside the name block: the entry is left out, the rest shows" [ "$(ls "$M/name_outside.res")" = a ]
+check "an archive that contains itself is a file inside itself" [ -f "$M/self.res/self.mod" ]
+depth=$(cd "$M/deep.res" && find . -type d | awk -F/ '{ print NF - 1 }' | sort -n | tail -n1)
+check "100 nested archives: directories stop at the depth limit (16)" [ "$depth" -eq 16 ]
+check "... logged" grep -q 'nested deeper than 16 levels' "$WORK/daemon.log"
+check "odd names rewritten, none escapes" [ -f "$M/names.res/%2E%2E" ] && [ -f "$M/names.res/a%2Fb" ] && [ -f "$M/names.res/x%00y" ] && [ -f "$M/names.res/SAME~5" ]
+check "the whole tree can be walked and read" sh -c "find '$M' -type f -exec cat {} + > /dev/null 2>&1; find '$M' | wc -l | grep -q ."
+rss=$(awk '/VmRSS/ { print $2 }' "/proc/$daemon/status")
+check "the daemon is still up and small ($rss kB)" kill -0 "$daemon" && [ "$rss" -lt 65536 ]
+kill -TERM "$daemon"; wait "$daemon"
+
+# each bad archive mounted alone: refused with a message, or mounted
+for f in short_table cut_names ten_million; do
+	"$E" mount "$B/$f.res" "$M" 2>"$WORK/alone.err"; rc=$?
+	check "$f.res alone: refused (66) naming the file and offset" [ $rc -eq 66 ] && grep -q "$f.res: offset [0-9]*:" "$WORK/alone.err" && not mounted "$M"
+done
+for f in past_end next_cycle self deep names; do
+	"$E" mount "$B/$f.res" "$M" 2>/dev/null; rc=$?
+	check "$f.res alone: mounts" [ $rc -eq 0 ] && mounted "$M" && ls "$M" > /dev/null
+	fusermount3 -u "$M" 2>/dev/null
+done
+check "no daemon left" [ -z "$(daemon_pids "$M")" ]
+finish
