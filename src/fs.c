@@ -375,6 +375,8 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		status_stat(fs, &e.attr);
 		fuse_reply_entry(req, &e);
 	} else if (err == ENOENT) {
+		if (log_debugging())
+			log_msg(LOG_DEBUG, "lookup: no %s in %s", name, pn ? pn->name : "?");
 		/* a negative entry: the kernel may remember that it is absent
 		 * (briefly when the mount changes) */
 		memset(&e, 0, sizeof e);

@@ -129,7 +129,8 @@ struct tree_node *inode_node(struct inodes *s, struct inode *in)
 		return __atomic_load_n(&in->node, __ATOMIC_RELAXED);
 	if (in == &s->root)
 		n = tree_root(s->tree);
-	else if (in->scratch || in->unlinked || !(pn = inode_node(s, in->parent)) || !tree_is_dir(pn))
+	else if (in->scratch || (in->unlinked && !in->replaced) || !(pn = inode_node(s, in->parent))
+		 || !tree_is_dir(pn))
 		n = NULL;
 	else
 		n = tree_lookup(s->tree, pn, in->name, &err);
@@ -250,8 +251,11 @@ void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, c
 
 	g_mutex_lock(&s->lock);
 	there = g_hash_table_lookup(s->by_name, &key);
-	if (there && there != in)
+	if (there && there != in) {
 		unlink_locked(s, there);
+		there->replaced = 1;
+		there->generation = UINT64_MAX; /* found by name again */
+	}
 	if (!in->unlinked)
 		g_hash_table_remove(s->by_name, in);
 	old_parent = in->parent;

@@ -20,6 +20,8 @@ struct inode {
 	uint64_t nlookup;          /* the kernel's references */
 	uint32_t refs;             /* nlookup > 0, child inodes, open files */
 	int unlinked;              /* no longer reachable by its name */
+	int replaced;              /* unlinked by a rename over it: an open of
+				    * it still finds what has the name now */
 	int scratch;               /* an editor's temporary: in memory only */
 	uint64_t generation;       /* of the tree when node was found */
 	struct tree_node *node;    /* NULL: gone */
