@@ -246,7 +246,7 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	if (!m.foreground)
 		log_to_syslog();
 	/* threads only now: fuse_daemonize forks */
-	view_cache_read_ahead(fs.views, fs.tree, 1);
+	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);
 	/* libfuse returns the number of the signal that ended the loop, or a
 	 * negative errno when it failed */

@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "views.h"
+#include "worker.h"
 
 /* The status file is no tree node: a fixed inode the kernel may know. */
 static struct inode status_inode = { .name = FS_STATUS_NAME, .ino = 3 };
@@ -44,61 +45,36 @@ int identity_equal(const struct identity *a, const struct identity *b)
 
 /* ---- notifications ----------------------------------------------------- */
 
-struct notifier {
-	GThread *thread;
-	GAsyncQueue *queue;
-	GMutex lock;
-	GCond sent;
-	uint64_t queued, done;
-};
-
+/* Kernel notices go out from a thread of their own: a request in progress
+ * may hold kernel locks an invalidation would wait for. */
 struct notice {
 	fuse_ino_t ino;       /* the inode, or the parent of name */
 	char *name;           /* an entry; NULL: the inode */
 	int data;             /* also the cached contents */
-	int stop;
 };
 
-static gpointer notify_loop(gpointer p)
+static void send_notice(void *item, void *ctx)
 {
-	struct fs *fs = p;
-	struct notifier *nt = fs->notifier;
+	struct fs *fs = ctx;
+	struct notice *n = item;
 
-	for (;;) {
-		struct notice *n = g_async_queue_pop(nt->queue);
-		int stop = n->stop;
-
-		/* ENOENT: the kernel has forgotten it already, nothing to do */
-		if (stop)
-			;
-		else if (n->name)
-			fuse_lowlevel_notify_inval_entry(fs->se, n->ino, n->name, strlen(n->name));
-		else
-			fuse_lowlevel_notify_inval_inode(fs->se, n->ino, n->data ? 0 : -1, 0);
-		g_free(n->name);
-		g_free(n);
-		g_mutex_lock(&nt->lock);
-		nt->done++;
-		g_cond_broadcast(&nt->sent);
-		g_mutex_unlock(&nt->lock);
-		if (stop)
-			return NULL;
-	}
+	/* ENOENT: the kernel has forgotten it already, nothing to do */
+	if (n->name)
+		fuse_lowlevel_notify_inval_entry(fs->se, n->ino, n->name, strlen(n->name));
+	else
+		fuse_lowlevel_notify_inval_inode(fs->se, n->ino, n->data ? 0 : -1, 0);
+	g_free(n->name);
+	g_free(n);
 }
 
 static void push(struct fs *fs, struct notice *n)
 {
-	struct notifier *nt = fs->notifier;
-
-	if (!nt) {
+	if (!fs->notifier) { /* not serving yet (or any more) */
 		g_free(n->name);
 		g_free(n);
 		return;
 	}
-	g_mutex_lock(&nt->lock);
-	nt->queued++;
-	g_mutex_unlock(&nt->lock);
-	g_async_queue_push(nt->queue, n);
+	worker_push(fs->notifier, n);
 }
 
 void notify_inode(struct fs *fs, struct inode *in, int data)
@@ -121,59 +97,32 @@ void notify_entry(struct fs *fs, struct inode *parent, const char *name)
 
 void notify_wait(struct fs *fs)
 {
-	struct notifier *nt = fs->notifier;
-	gint64 until = g_get_monotonic_time() + G_TIME_SPAN_SECOND;
-	uint64_t want;
-
-	if (!nt)
-		return;
-	g_mutex_lock(&nt->lock);
-	want = nt->queued;
 	/* bounded: a kernel that holds a lock this very request keeps would
 	 * otherwise never let the notice through */
-	while (nt->done < want && g_cond_wait_until(&nt->sent, &nt->lock, until))
-		;
-	g_mutex_unlock(&nt->lock);
+	if (fs->notifier)
+		worker_wait(fs->notifier, 1000);
 }
 
 void fs_init_state(struct fs *fs)
 {
 	fs->inodes = inodes_new(fs->tree);
 	inodes_set_edit_free(fs->inodes, edit_unref);
-	g_mutex_init(&fs->edits_lock);
+	pthread_mutex_init(&fs->edits_lock, NULL);
 }
 
 void fs_start(struct fs *fs, struct fuse_session *se)
 {
-	struct notifier *nt = g_new0(struct notifier, 1);
-
 	fs->se = se;
-	g_mutex_init(&nt->lock);
-	g_cond_init(&nt->sent);
-	nt->queue = g_async_queue_new();
-	fs->notifier = nt;
-	nt->thread = g_thread_new("eifs-notify", notify_loop, fs);
+	fs->notifier = worker_new("eifs-notify", send_notice, fs);
 }
 
 void fs_stop(struct fs *fs)
 {
-	struct notifier *nt = fs->notifier;
-
-	if (nt) {
-		struct notice *n = g_new0(struct notice, 1);
-
-		n->stop = 1;
-		push(fs, n);
-		g_thread_join(nt->thread);
-		g_async_queue_unref(nt->queue);
-		g_cond_clear(&nt->sent);
-		g_mutex_clear(&nt->lock);
-		g_free(nt);
-		fs->notifier = NULL;
-	}
+	worker_free(fs->notifier);
+	fs->notifier = NULL;
 	inodes_free(fs->inodes);
 	fs->inodes = NULL;
-	g_mutex_clear(&fs->edits_lock);
+	pthread_mutex_destroy(&fs->edits_lock);
 }
 
 /* ---- reloads ----------------------------------------------------------- */
@@ -264,6 +213,9 @@ void fs_refresh(struct fs *fs, struct inode *in)
 	struct tree_node *n, *unit;
 	int changed;
 
+	/* a save of ours changed the file and reloads it itself */
+	if (__atomic_load_n(&fs->saving, __ATOMIC_ACQUIRE))
+		return;
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	unit = n ? tree_unit(n) : NULL;

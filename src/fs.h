@@ -5,13 +5,14 @@
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
+#include <pthread.h>
 
 #include "inodes.h"
 #include "res_commit.h"
 #include "tree.h"
 #include "view_cache.h"
 
-struct notifier;
+struct worker;
 
 struct fs {
 	struct tree *tree;
@@ -21,9 +22,10 @@ struct fs {
 	int no_open;         /* the kernel opens files and folders without asking */
 	int writable;        /* a read-write mount (saves through it) */
 	struct fuse_session *se;
-	struct notifier *notifier;
-	GMutex edits_lock;   /* inode->edit pointers and edit counts */
+	struct worker *notifier;     /* sends kernel cache invalidations */
+	pthread_mutex_t edits_lock; /* inode->edit pointers and edit counts */
 	struct res_commit_options commit; /* how saves commit (a test hook too) */
+	int saving;          /* saves under way: they reload what they change */
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -29,8 +29,8 @@
 
 struct edit {
 	int refs;             /* the inode's, handles', readers' */
-	GMutex save_lock;     /* one save at a time, held through it */
-	GMutex lock;          /* the fields below; never held while waiting
+	pthread_mutex_t save_lock;     /* one save at a time, held through it */
+	pthread_mutex_t lock;          /* the fields below; never held while waiting
 			       * for the tree's lock, which readers hold */
 	int fd;               /* a memory file with the contents */
 	uint64_t size;
@@ -50,13 +50,13 @@ static struct edit *edit_new(void)
 	struct edit *e = g_new0(struct edit, 1);
 
 	e->refs = 1;
-	g_mutex_init(&e->lock);
-	g_mutex_init(&e->save_lock);
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_init(&e->save_lock, NULL);
 	e->fd = memfd_create("eifs-edit", MFD_CLOEXEC);
 	e->mtime = time(NULL);
 	if (e->fd < 0) {
-		g_mutex_clear(&e->lock);
-		g_mutex_clear(&e->save_lock);
+		pthread_mutex_destroy(&e->lock);
+		pthread_mutex_destroy(&e->save_lock);
 		g_free(e);
 		return NULL;
 	}
@@ -68,8 +68,8 @@ void edit_unref(struct edit *e)
 	if (!e || __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	close(e->fd);
-	g_mutex_clear(&e->lock);
-	g_mutex_clear(&e->save_lock);
+	pthread_mutex_destroy(&e->lock);
+	pthread_mutex_destroy(&e->save_lock);
 	g_free(e->message);
 	g_free(e);
 }
@@ -81,11 +81,11 @@ struct edit *fs_edit_get(struct fs *fs, struct inode *in)
 	/* most inodes never have one: no lock for them on the read path */
 	if (!__atomic_load_n(&in->edit, __ATOMIC_ACQUIRE))
 		return NULL;
-	g_mutex_lock(&fs->edits_lock);
+	pthread_mutex_lock(&fs->edits_lock);
 	e = in->edit;
 	if (e)
 		__atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
-	g_mutex_unlock(&fs->edits_lock);
+	pthread_mutex_unlock(&fs->edits_lock);
 	return e;
 }
 
@@ -96,11 +96,11 @@ int edit_fd(struct edit *e)
 
 int edit_stat(struct edit *e, struct stat *st)
 {
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
 	st->st_size = (off_t)e->size;
 	st->st_blocks = (blkcnt_t)((e->size + 511) / 512);
 	st->st_mtime = st->st_ctime = (time_t)e->mtime;
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 	return 1;
 }
 
@@ -109,13 +109,13 @@ int edit_shows(struct fs *fs, struct inode *in, struct edit *e, struct tree_node
 	struct identity now;
 	int shows;
 
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
 	shows = e->writers || e->version != e->saved;
 	if (!shows && e->sticky) {
 		node_identity(n, &now);
 		shows = identity_equal(&now, &e->saved_source);
 	}
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 	return shows;
 }
 
@@ -124,13 +124,13 @@ static void maybe_drop(struct fs *fs, struct inode *in, struct edit *e)
 {
 	int drop;
 
-	g_mutex_lock(&fs->edits_lock);
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&fs->edits_lock);
+	pthread_mutex_lock(&e->lock);
 	drop = in->edit == e && !e->writers && e->version == e->saved && !e->sticky && !in->scratch;
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 	if (drop)
 		in->edit = NULL;
-	g_mutex_unlock(&fs->edits_lock);
+	pthread_mutex_unlock(&fs->edits_lock);
 	if (drop)
 		edit_unref(e);
 }
@@ -211,7 +211,7 @@ static struct edit *start_writing(struct fs *fs, struct inode *in, struct tree_n
 			edit_unref(fresh);
 			return NULL;
 		}
-		g_mutex_lock(&fs->edits_lock);
+		pthread_mutex_lock(&fs->edits_lock);
 		e = in->edit;
 		if (e && e != fresh && (e->writers || e->version != e->saved)) {
 			__atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED); /* another opener was first */
@@ -224,9 +224,9 @@ static struct edit *start_writing(struct fs *fs, struct inode *in, struct tree_n
 			e = fresh;
 			edit_unref(old);
 		}
-		g_mutex_unlock(&fs->edits_lock);
+		pthread_mutex_unlock(&fs->edits_lock);
 	}
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
 	e->writers++;
 	e->sticky = 0;
 	if (truncate && e->size) {
@@ -235,15 +235,15 @@ static struct edit *start_writing(struct fs *fs, struct inode *in, struct tree_n
 		e->version++;
 		e->mtime = time(NULL);
 	}
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 	return e;
 }
 
 static void stop_writing(struct fs *fs, struct inode *in, struct edit *e)
 {
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
 	e->writers--;
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 }
 
 /* ---- saving -------------------------------------------------------------- */
@@ -268,10 +268,12 @@ static int run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, str
 
 	inode_ref(fs->inodes, unit);
 	tree_read_unlock(fs->tree);
+	__atomic_add_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
 	rc = wb_run(plan, &fs->commit, err);
 	wb_plan_free(plan);
 	if (rc == 0)
 		fs_reload(fs, unit);
+	__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
 	inode_unref(fs->inodes, unit);
 	return rc < 0 ? -err->code : 0;
 }
@@ -286,12 +288,12 @@ static void remember_failure(struct fs *fs, struct inode *in, struct edit *e, ui
 	log_msg(LOG_ERR, "%s: not saved: %s (%s)%s", what, msg, strerror(err->code),
 		is_view ? "; the text stays in the view until a valid save or rm of the view" : "");
 	g_free(what);
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
 	g_free(e->message);
 	e->message = msg;
 	e->failed = version + 1;
 	e->error = err->code;
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 }
 
 /* Saves e if it was written since its last save; a version whose save
@@ -308,16 +310,16 @@ static int save(struct fs *fs, struct inode *in, struct edit *e)
 	size_t len = 0;
 	int rc = 0, is_view = 0;
 
-	g_mutex_lock(&e->save_lock);
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->save_lock);
+	pthread_mutex_lock(&e->lock);
 	version = e->version;
 	len = (size_t)e->size;
 	if (version == e->saved || version + 1 == e->failed) {
 		rc = version == e->saved ? 0 : -e->error;
-		g_mutex_unlock(&e->lock);
+		pthread_mutex_unlock(&e->lock);
 		goto out;
 	}
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 	/* writes may go on meanwhile: they make a newer version, saved next */
 	data = len ? mmap(NULL, len, PROT_READ, MAP_SHARED, e->fd, 0) : NULL;
 	if (data == MAP_FAILED) {
@@ -351,22 +353,22 @@ static int save(struct fs *fs, struct inode *in, struct edit *e)
 	if (is_view) {
 		tree_read_lock(fs->tree);
 		n = inode_node(fs->inodes, in);
-		g_mutex_lock(&e->lock);
+		pthread_mutex_lock(&e->lock);
 		if (n) {
 			node_identity(n, &e->saved_source);
 			e->sticky = 1;
 		}
-		g_mutex_unlock(&e->lock);
+		pthread_mutex_unlock(&e->lock);
 		tree_read_unlock(fs->tree);
 	}
 done:
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
 	e->saved = version;
 	e->failed = 0;
 	e->error = 0;
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 out:
-	g_mutex_unlock(&e->save_lock);
+	pthread_mutex_unlock(&e->save_lock);
 	if (data)
 		munmap(data, len);
 	return rc;
@@ -454,12 +456,12 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	} else {
 		rc = write_at(e->fd, buf, size, (uint64_t)off);
 		h->wrote = 1;
-		g_mutex_lock(&e->lock);
+		pthread_mutex_lock(&e->lock);
 		if (rc == 0 && (uint64_t)off + size > e->size)
 			e->size = (uint64_t)off + size;
 		e->version++;
 		e->mtime = time(NULL);
-		g_mutex_unlock(&e->lock);
+		pthread_mutex_unlock(&e->lock);
 	}
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -520,7 +522,7 @@ static int change_closed(struct fs *fs, struct inode *in, struct tree_node *n, c
 	tree_read_unlock(fs->tree);
 	if (!e)
 		return -err;
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
 	if ((to_set & FUSE_SET_ATTR_SIZE) && ftruncate(e->fd, attr->st_size) < 0)
 		rc = -errno;
 	else if (to_set & FUSE_SET_ATTR_SIZE)
@@ -530,7 +532,7 @@ static int change_closed(struct fs *fs, struct inode *in, struct tree_node *n, c
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
 		e->mtime = time(NULL);
 	e->version++;
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 	stop_writing(fs, in, e);
 	if (rc == 0)
 		rc = save(fs, in, e);
@@ -543,7 +545,7 @@ static int change_open(struct edit *e, const struct stat *attr, int to_set)
 {
 	int rc = 0;
 
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (ftruncate(e->fd, attr->st_size) < 0)
 			rc = -errno;
@@ -557,7 +559,7 @@ static int change_open(struct edit *e, const struct stat *attr, int to_set)
 		e->mtime = time(NULL);
 	if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
 		e->version++;
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 	return rc;
 }
 
@@ -713,9 +715,9 @@ static void create_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, con
 	in = inodes_scratch(fs->inodes, pin, name, g_str_hash(name) ^ (uint64_t)(uintptr_t)pin);
 	e->writers = 1;
 	__atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED); /* the handle's */
-	g_mutex_lock(&fs->edits_lock);
+	pthread_mutex_lock(&fs->edits_lock);
 	in->edit = e;
-	g_mutex_unlock(&fs->edits_lock);
+	pthread_mutex_unlock(&fs->edits_lock);
 	h = new_handle(fs, in);
 	h->edit = e;
 	memset(&ep, 0, sizeof ep);
@@ -878,10 +880,10 @@ static void revert_view(struct fs *fs, struct inode *pin, const char *name)
 	struct edit *e = NULL;
 
 	if (in) {
-		g_mutex_lock(&fs->edits_lock);
+		pthread_mutex_lock(&fs->edits_lock);
 		e = in->edit;
 		in->edit = NULL;
-		g_mutex_unlock(&fs->edits_lock);
+		pthread_mutex_unlock(&fs->edits_lock);
 		inodes_unlink(fs->inodes, pin, name);
 	}
 	edit_unref(e);
@@ -1041,12 +1043,12 @@ static void keep_text(struct fs *fs, struct inode *in, GBytes *text)
 		e->sticky = 1;
 	}
 	tree_read_unlock(fs->tree);
-	g_mutex_lock(&fs->edits_lock);
+	pthread_mutex_lock(&fs->edits_lock);
 	if (!in->edit && e->sticky) {
 		in->edit = e;
 		e = NULL;
 	}
-	g_mutex_unlock(&fs->edits_lock);
+	pthread_mutex_unlock(&fs->edits_lock);
 	edit_unref(e);
 }
 
@@ -1079,11 +1081,11 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 
 	if (!e)
 		return -ENOENT;
-	g_mutex_lock(&e->save_lock);
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->save_lock);
+	pthread_mutex_lock(&e->lock);
 	version = e->version;
 	len = (size_t)e->size;
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 	data = len ? mmap(NULL, len, PROT_READ, MAP_SHARED, e->fd, 0) : NULL;
 	if (data == MAP_FAILED) {
 		data = NULL;
@@ -1113,16 +1115,16 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 		n = npn && !scratch ? tree_lookup(fs->tree, npn, newname, &e2) : NULL;
 		inodes_move(fs->inodes, in, npin, n ? n->name : newname);
 		in->scratch = scratch;
-		g_mutex_lock(&e->lock);
+		pthread_mutex_lock(&e->lock);
 		e->saved = version;
 		if (n && n->kind == NODE_VIEW) {
 			node_identity(n, &e->saved_source); /* the text shows as written */
 			e->sticky = 1;
 		}
-		g_mutex_unlock(&e->lock);
+		pthread_mutex_unlock(&e->lock);
 		tree_write_unlock(fs->tree);
 	}
-	g_mutex_unlock(&e->save_lock);
+	pthread_mutex_unlock(&e->save_lock);
 	if (data)
 		munmap(data, len);
 	maybe_drop(fs, in, e);
@@ -1213,7 +1215,7 @@ static void status_line(struct inode *in, void *ctx)
 	struct edit *e = in->edit;
 	GString *s = ctx;
 
-	g_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
 	if (e->error) {
 		GString *path = g_string_new(NULL);
 
@@ -1224,15 +1226,15 @@ static void status_line(struct inode *in, void *ctx)
 		g_string_append_printf(s, "%s\t%s\t%s\n", path->str + 1, strerror(e->error), e->message);
 		g_string_free(path, TRUE);
 	}
-	g_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->lock);
 }
 
 GString *fs_status_text(struct fs *fs)
 {
 	GString *s = g_string_new(NULL);
 
-	g_mutex_lock(&fs->edits_lock);
+	pthread_mutex_lock(&fs->edits_lock);
 	inodes_each_edit(fs->inodes, status_line, s);
-	g_mutex_unlock(&fs->edits_lock);
+	pthread_mutex_unlock(&fs->edits_lock);
 	return s;
 }

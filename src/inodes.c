@@ -7,12 +7,13 @@
 #include "inodes.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 struct inodes {
 	struct tree *tree;
 	struct inode root;
-	GMutex lock;
+	pthread_mutex_t lock;
 	GHashTable *by_name;   /* set of struct inode *, keyed by parent and name */
 	uint64_t count;
 	void (*edit_free)(struct edit *e);
@@ -41,7 +42,7 @@ struct inodes *inodes_new(struct tree *t)
 	s->root.refs = 1;
 	s->root.ino = 1;
 	s->root.generation = UINT64_MAX;
-	g_mutex_init(&s->lock);
+	pthread_mutex_init(&s->lock, NULL);
 	s->by_name = g_hash_table_new(inode_hash, inode_equal);
 	return s;
 }
@@ -77,7 +78,7 @@ void inodes_free(struct inodes *s)
 	if (s->root.edit && s->edit_free)
 		s->edit_free(s->root.edit);
 	g_hash_table_destroy(s->by_name);
-	g_mutex_clear(&s->lock);
+	pthread_mutex_destroy(&s->lock);
 	g_free(s->root.name);
 	g_free(s);
 }
@@ -104,16 +105,16 @@ static void unref_locked(struct inodes *s, struct inode *in)
 
 void inode_ref(struct inodes *s, struct inode *in)
 {
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	in->refs++;
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void inode_unref(struct inodes *s, struct inode *in)
 {
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	unref_locked(s, in);
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 struct tree_node *inode_node(struct inodes *s, struct inode *in)
@@ -148,9 +149,9 @@ struct inode *inodes_find(struct inodes *s, struct inode *parent, const char *na
 	struct inode key = { .parent = parent, .name = (char *)name };
 	struct inode *in;
 
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	in = g_hash_table_lookup(s->by_name, &key);
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 	return in;
 }
 
@@ -159,7 +160,7 @@ struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_
 	struct inode key = { .parent = parent, .name = (char *)node->name };
 	struct inode *in;
 
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	in = g_hash_table_lookup(s->by_name, &key);
 	if (!in) {
 		in = g_new0(struct inode, 1);
@@ -174,7 +175,7 @@ struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_
 	__atomic_store_n(&in->node, node, __ATOMIC_RELAXED);
 	__atomic_store_n(&in->ino, node->ino, __ATOMIC_RELAXED);
 	__atomic_store_n(&in->generation, tree_generation(s->tree), __ATOMIC_RELEASE);
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 	return in;
 }
 
@@ -185,7 +186,7 @@ struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char 
 	struct inode key = { .parent = parent, .name = (char *)name };
 	struct inode *in;
 
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	in = g_hash_table_lookup(s->by_name, &key);
 	if (in)
 		unlink_locked(s, in); /* what was there went (only a view can be) */
@@ -199,29 +200,29 @@ struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char 
 	parent->refs++;
 	s->count++;
 	g_hash_table_add(s->by_name, in);
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 	return in;
 }
 
 void inodes_count_lookup(struct inodes *s, struct inode *in)
 {
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	if (in->nlookup++ == 0)
 		in->refs++;
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void inodes_forget(struct inodes *s, struct inode *in, uint64_t n)
 {
 	if (in == &s->root)
 		return;
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	if (n > in->nlookup)
 		n = in->nlookup;
 	in->nlookup -= n;
 	if (n && in->nlookup == 0)
 		unref_locked(s, in);
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 static void unlink_locked(struct inodes *s, struct inode *in)
@@ -237,11 +238,11 @@ void inodes_unlink(struct inodes *s, struct inode *parent, const char *name)
 	struct inode key = { .parent = parent, .name = (char *)name };
 	struct inode *in;
 
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	in = g_hash_table_lookup(s->by_name, &key);
 	if (in)
 		unlink_locked(s, in);
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, const char *name)
@@ -249,7 +250,7 @@ void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, c
 	struct inode key = { .parent = new_parent, .name = (char *)name };
 	struct inode *there, *old_parent;
 
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	there = g_hash_table_lookup(s->by_name, &key);
 	if (there && there != in) {
 		unlink_locked(s, there);
@@ -268,7 +269,7 @@ void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, c
 	in->generation = UINT64_MAX;
 	g_hash_table_add(s->by_name, in);
 	unref_locked(s, old_parent);
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 static int is_below(const struct inode *in, const struct inode *top)
@@ -285,12 +286,12 @@ void inodes_each_below(struct inodes *s, struct inode *top, void (*fn)(struct in
 	GHashTableIter it;
 	gpointer key;
 
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	g_hash_table_iter_init(&it, s->by_name);
 	while (g_hash_table_iter_next(&it, &key, NULL))
 		if (is_below(key, top))
 			fn(key, ctx);
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void inodes_each_edit(struct inodes *s, void (*fn)(struct inode *in, void *ctx), void *ctx)
@@ -298,24 +299,24 @@ void inodes_each_edit(struct inodes *s, void (*fn)(struct inode *in, void *ctx),
 	GHashTableIter it;
 	gpointer key;
 
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	g_hash_table_iter_init(&it, s->by_name);
 	while (g_hash_table_iter_next(&it, &key, NULL))
 		if (((struct inode *)key)->edit)
 			fn(key, ctx);
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 char *inode_path(struct inodes *s, struct inode *in)
 {
 	GString *p = g_string_new(NULL);
 
-	g_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	for (; in && in != &s->root; in = in->parent) {
 		g_string_prepend(p, in->name);
 		g_string_prepend_c(p, '/');
 	}
-	g_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 	if (!p->len)
 		g_string_append_c(p, '/');
 	return g_string_free(p, FALSE);

@@ -19,7 +19,7 @@ struct tree {
 	struct tree_node root;
 	char *src_path;
 	char *root_name;
-	GMutex lock;            /* serialises directory loads */
+	pthread_mutex_t lock;            /* serialises directory loads */
 	pthread_rwlock_t reload_lock; /* readers of nodes against tree_reload */
 	uint64_t generation;    /* bumped by every reload */
 	uint64_t nodes;
@@ -759,7 +759,7 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
 	if (!tree_is_dir(n))
 		return -ENOTDIR;
 	if (!d) {
-		g_mutex_lock(&t->lock);
+		pthread_mutex_lock(&t->lock);
 		d = n->dir;
 		if (!d) {
 			int rc = n->kind == NODE_FOLDER ? load_folder(t, n, &d)
@@ -772,7 +772,7 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
 			}
 			__atomic_store_n(&n->dir, d, __ATOMIC_RELEASE);
 		}
-		g_mutex_unlock(&t->lock);
+		pthread_mutex_unlock(&t->lock);
 	}
 	*out = d;
 	return d->error ? -d->error : 0;
@@ -926,7 +926,7 @@ static struct tree *tree_new(const char *path, int writable)
 	t->src_path = realpath(path, NULL); /* the daemon runs from / */
 	t->root_name = g_path_get_basename(path);
 	t->writable = writable;
-	g_mutex_init(&t->lock);
+	pthread_mutex_init(&t->lock, NULL);
 	pthread_rwlockattr_init(&attr);
 	/* a save must not wait behind an endless stream of readers */
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -1028,7 +1028,7 @@ void tree_free(struct tree *t)
 	if (t->root.kind == NODE_ARCHIVE)
 		tree_source_unref(t->root.src);
 	pthread_rwlock_destroy(&t->reload_lock);
-	g_mutex_clear(&t->lock);
+	pthread_mutex_destroy(&t->lock);
 	free(t->src_path);
 	g_free(t->root_name);
 	g_free(t);

@@ -1,10 +1,12 @@
 #include "view_cache.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "log.h"
 #include "views.h"
+#include "worker.h"
 
 enum { FAILURE_COST = 256 }; /* what a remembered failure counts against the bound */
 
@@ -27,10 +29,11 @@ struct cached {
 };
 
 struct view_cache {
-	GThreadPool *ahead; /* converts the next view of a directory while one is read */
+	struct worker *ahead; /* converts the next view of a directory while one is read */
+	int stopping;
 	struct tree *ahead_tree;
-	GMutex lock;
-	GCond done;         /* a conversion finished */
+	pthread_mutex_t lock;
+	pthread_cond_t done;         /* a conversion finished */
 	GHashTable *map;    /* struct view_key -> struct cached */
 	GQueue lru;
 	uint64_t bytes, max_bytes;
@@ -91,12 +94,16 @@ struct ahead_job {
 	uint64_t generation;
 };
 
-static void convert_ahead(gpointer job, gpointer cache)
+static void convert_ahead(void *job, void *cache)
 {
 	struct view_cache *c = cache;
 	struct ahead_job *j = job;
 	int err;
 
+	if (__atomic_load_n(&c->stopping, __ATOMIC_ACQUIRE)) {
+		g_free(j);
+		return;
+	}
 	tree_read_lock(c->ahead_tree);
 	if (tree_generation(c->ahead_tree) == j->generation) {
 		GBytes *b = view_cache_get_one(c, c->ahead_tree, j->view, &err, 0);
@@ -112,8 +119,8 @@ struct view_cache *view_cache_new(uint64_t max_bytes)
 {
 	struct view_cache *c = g_new0(struct view_cache, 1);
 
-	g_mutex_init(&c->lock);
-	g_cond_init(&c->done);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->done, NULL);
 	c->map = g_hash_table_new_full(key_hash, key_equal, NULL, cached_free);
 	g_queue_init(&c->lru);
 	c->max_bytes = max_bytes;
@@ -124,11 +131,11 @@ void view_cache_free(struct view_cache *c)
 {
 	if (!c)
 		return;
-	if (c->ahead)
-		g_thread_pool_free(c->ahead, TRUE, TRUE);
+	__atomic_store_n(&c->stopping, 1, __ATOMIC_RELEASE);
+	worker_free(c->ahead);
 	g_hash_table_destroy(c->map);
-	g_cond_clear(&c->done);
-	g_mutex_clear(&c->lock);
+	pthread_cond_destroy(&c->done);
+	pthread_mutex_destroy(&c->lock);
 	g_free(c);
 }
 
@@ -166,7 +173,7 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e, stru
 	GByteArray *out = NULL;
 	int rc;
 
-	g_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->lock);
 	rc = view_convert(t, view, &out, &ferr);
 	if (rc == 0 && log_debugging()) {
 		char *what = tree_path(view);
@@ -180,7 +187,7 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e, stru
 			what, view_type_label(view->view), (unsigned long long)ferr.offset, ferr.msg);
 		g_free(what);
 	}
-	g_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->lock);
 	e->converting = 0;
 	if (rc < 0) {
 		e->error = ferr.code == ENOMEM ? ENOMEM : EIO;
@@ -189,7 +196,7 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e, stru
 		e->bytes = g_byte_array_free_to_bytes(out);
 	}
 	c->bytes += cost(e);
-	g_cond_broadcast(&c->done);
+	pthread_cond_broadcast(&c->done);
 }
 
 /* The view's size once its conversion is known. */
@@ -215,10 +222,10 @@ static struct tree_node *next_view(struct tree_node *view)
 	return NULL;
 }
 
-void view_cache_read_ahead(struct view_cache *c, struct tree *t, int threads)
+void view_cache_read_ahead(struct view_cache *c, struct tree *t)
 {
 	c->ahead_tree = t;
-	c->ahead = g_thread_pool_new(convert_ahead, c, threads, FALSE, NULL);
+	c->ahead = worker_new("eifs-ahead", convert_ahead, c);
 }
 
 GBytes *view_cache_get(struct view_cache *c, struct tree *t, struct tree_node *view, int *err)
@@ -235,7 +242,7 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 	struct view_key key;
 
 	key_of(view, &key);
-	g_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->lock);
 	e = g_hash_table_lookup(c->map, &key);
 	if (!e) {
 		e = g_new0(struct cached, 1);
@@ -253,7 +260,7 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 	} else {
 		e->users++;
 		while (e->converting)
-			g_cond_wait(&c->done, &c->lock);
+			pthread_cond_wait(&c->done, &c->lock);
 		e->users--;
 		g_queue_unlink(&c->lru, &e->link);
 		g_queue_push_head_link(&c->lru, &e->link);
@@ -262,13 +269,13 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 	bytes = e->bytes ? g_bytes_ref(e->bytes) : NULL;
 	*err = e->error;
 	evict(c, e);
-	g_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->lock);
 	if (next) {
 		struct ahead_job *j = g_new(struct ahead_job, 1);
 
 		j->view = next;
 		j->generation = tree_generation(t);
-		g_thread_pool_push(c->ahead, j, NULL);
+		worker_push(c->ahead, j);
 	}
 	return bytes;
 }

@@ -15,9 +15,9 @@ struct view_cache *view_cache_new(uint64_t max_bytes);
 void view_cache_free(struct view_cache *c);
 
 /* Once a view had to be converted, convert the next one of its directory
- * too, on up to `threads` threads, so that a reader going through many
- * views finds the next one ready.  The mount turns this on. */
-void view_cache_read_ahead(struct view_cache *c, struct tree *t, int threads);
+ * too, on a thread of its own, so that a reader going through many views
+ * finds the next one ready.  The mount turns this on. */
+void view_cache_read_ahead(struct view_cache *c, struct tree *t);
 
 /* The bytes of a view (a reference: g_bytes_unref it), converting on first
  * use; also settles view->size.  NULL with *err an errno when the

@@ -1,0 +1,104 @@
+#define _GNU_SOURCE
+#include "worker.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <glib.h>
+
+struct worker {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t more;   /* an item came, or stop */
+	pthread_cond_t done;   /* an item was done */
+	GQueue items;
+	uint64_t pushed, finished;
+	int stop;
+	void (*fn)(void *item, void *ctx);
+	void *ctx;
+};
+
+static void *work(void *p)
+{
+	struct worker *w = p;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		void *item;
+
+		while (g_queue_is_empty(&w->items) && !w->stop)
+			pthread_cond_wait(&w->more, &w->lock);
+		if (g_queue_is_empty(&w->items))
+			break;
+		item = g_queue_pop_head(&w->items);
+		pthread_mutex_unlock(&w->lock);
+		w->fn(item, w->ctx);
+		pthread_mutex_lock(&w->lock);
+		w->finished++;
+		pthread_cond_broadcast(&w->done);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+struct worker *worker_new(const char *name, void (*fn)(void *item, void *ctx), void *ctx)
+{
+	struct worker *w = g_new0(struct worker, 1);
+	pthread_condattr_t attr;
+
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->more, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->done, &attr);
+	pthread_condattr_destroy(&attr);
+	g_queue_init(&w->items);
+	w->fn = fn;
+	w->ctx = ctx;
+	pthread_create(&w->thread, NULL, work, w);
+	pthread_setname_np(w->thread, name);
+	return w;
+}
+
+void worker_push(struct worker *w, void *item)
+{
+	pthread_mutex_lock(&w->lock);
+	g_queue_push_tail(&w->items, item);
+	w->pushed++;
+	pthread_cond_signal(&w->more);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void worker_wait(struct worker *w, unsigned timeout_ms)
+{
+	struct timespec until;
+	uint64_t want;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&w->lock);
+	want = w->pushed;
+	while (w->finished < want && pthread_cond_timedwait(&w->done, &w->lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void worker_free(struct worker *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_signal(&w->more);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->more);
+	pthread_cond_destroy(&w->done);
+	pthread_mutex_destroy(&w->lock);
+	g_free(w);
+}

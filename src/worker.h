@@ -1,0 +1,22 @@
+/* A thread that works through a queue of items, one at a time, in order.
+ * Plain pthreads, so that ThreadSanitizer sees every hand-over (GLib's
+ * queues and pools synchronise with futexes it cannot see). */
+#ifndef EIFS_WORKER_H
+#define EIFS_WORKER_H
+
+#include <stdint.h>
+
+struct worker;
+
+/* Starts a thread calling fn(item, ctx) for every item pushed. */
+struct worker *worker_new(const char *name, void (*fn)(void *item, void *ctx), void *ctx);
+
+void worker_push(struct worker *w, void *item);
+
+/* Waits until every item pushed so far is done, or timeout_ms passed. */
+void worker_wait(struct worker *w, unsigned timeout_ms);
+
+/* Does what is queued, then stops the thread and frees w. */
+void worker_free(struct worker *w);
+
+#endif
