@@ -704,26 +704,123 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO; /* always plus: saves a lookup per name */
 }
 
+/* Requests are ordered by the kernel (a release comes after its open's
+ * reply), which ThreadSanitizer cannot see through /dev/fuse: under it,
+ * every request acquires what the ones finished before it released. */
+#ifdef __SANITIZE_THREAD__
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static char kernel_order;
+#define ORDERED(call) do { __tsan_acquire(&kernel_order); call; __tsan_release(&kernel_order); } while (0)
+static void ordered_init(void *u, struct fuse_conn_info *c)
+{
+	ORDERED(fs_init(u, c));
+}
+static void ordered_lookup(fuse_req_t r, fuse_ino_t p, const char *n)
+{
+	ORDERED(fs_lookup(r, p, n));
+}
+static void ordered_forget(fuse_req_t r, fuse_ino_t i, uint64_t n)
+{
+	ORDERED(fs_forget(r, i, n));
+}
+static void ordered_forget_multi(fuse_req_t r, size_t c, struct fuse_forget_data *f)
+{
+	ORDERED(fs_forget_multi(r, c, f));
+}
+static void ordered_getattr(fuse_req_t r, fuse_ino_t i, struct fuse_file_info *f)
+{
+	ORDERED(fs_getattr(r, i, f));
+}
+static void ordered_setattr(fuse_req_t r, fuse_ino_t i, struct stat *a, int s, struct fuse_file_info *f)
+{
+	ORDERED(fs_setattr(r, i, a, s, f));
+}
+static void ordered_open(fuse_req_t r, fuse_ino_t i, struct fuse_file_info *f)
+{
+	ORDERED(fs_open(r, i, f));
+}
+static void ordered_release(fuse_req_t r, fuse_ino_t i, struct fuse_file_info *f)
+{
+	ORDERED(fs_release(r, i, f));
+}
+static void ordered_opendir(fuse_req_t r, fuse_ino_t i, struct fuse_file_info *f)
+{
+	ORDERED(fs_opendir(r, i, f));
+}
+static void ordered_readdir(fuse_req_t r, fuse_ino_t i, size_t s, off_t o, struct fuse_file_info *f)
+{
+	ORDERED(fs_readdir(r, i, s, o, f));
+}
+static void ordered_readdirplus(fuse_req_t r, fuse_ino_t i, size_t s, off_t o, struct fuse_file_info *f)
+{
+	ORDERED(fs_readdirplus(r, i, s, o, f));
+}
+static void ordered_read(fuse_req_t r, fuse_ino_t i, size_t s, off_t o, struct fuse_file_info *f)
+{
+	ORDERED(fs_read(r, i, s, o, f));
+}
+static void ordered_write(fuse_req_t r, fuse_ino_t i, const char *b, size_t s, off_t o, struct fuse_file_info *f)
+{
+	ORDERED(fs_write(r, i, b, s, o, f));
+}
+static void ordered_flush(fuse_req_t r, fuse_ino_t i, struct fuse_file_info *f)
+{
+	ORDERED(fs_flush(r, i, f));
+}
+static void ordered_fsync(fuse_req_t r, fuse_ino_t i, int d, struct fuse_file_info *f)
+{
+	ORDERED(fs_fsync(r, i, d, f));
+}
+static void ordered_create(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m, struct fuse_file_info *f)
+{
+	ORDERED(fs_create(r, p, n, m, f));
+}
+static void ordered_unlink(fuse_req_t r, fuse_ino_t p, const char *n)
+{
+	ORDERED(fs_unlink(r, p, n));
+}
+static void ordered_rmdir(fuse_req_t r, fuse_ino_t p, const char *n)
+{
+	ORDERED(fs_rmdir(r, p, n));
+}
+static void ordered_mkdir(fuse_req_t r, fuse_ino_t p, const char *n, mode_t m)
+{
+	ORDERED(fs_mkdir(r, p, n, m));
+}
+static void ordered_rename(fuse_req_t r, fuse_ino_t p, const char *n, fuse_ino_t np, const char *nn, unsigned int fl)
+{
+	ORDERED(fs_rename(r, p, n, np, nn, fl));
+}
+static void ordered_statfs(fuse_req_t r, fuse_ino_t i)
+{
+	ORDERED(fs_statfs(r, i));
+}
+#define OP(name, fn) .name = ordered_##name
+#else
+#define OP(name, fn) .name = fn
+#endif
+
 const struct fuse_lowlevel_ops fs_ops = {
-	.init = fs_init,
-	.lookup = fs_lookup,
-	.forget = fs_forget,
-	.forget_multi = fs_forget_multi,
-	.getattr = fs_getattr,
-	.setattr = fs_setattr,
-	.open = fs_open,
-	.release = fs_release,
-	.opendir = fs_opendir,
-	.readdir = fs_readdir,
-	.readdirplus = fs_readdirplus,
-	.read = fs_read,
-	.write = fs_write,
-	.flush = fs_flush,
-	.fsync = fs_fsync,
-	.create = fs_create,
-	.unlink = fs_unlink,
-	.rmdir = fs_rmdir,
-	.mkdir = fs_mkdir,
-	.rename = fs_rename,
-	.statfs = fs_statfs,
+	OP(init, fs_init),
+	OP(lookup, fs_lookup),
+	OP(forget, fs_forget),
+	OP(forget_multi, fs_forget_multi),
+	OP(getattr, fs_getattr),
+	OP(setattr, fs_setattr),
+	OP(open, fs_open),
+	OP(release, fs_release),
+	OP(opendir, fs_opendir),
+	OP(readdir, fs_readdir),
+	OP(readdirplus, fs_readdirplus),
+	OP(read, fs_read),
+	OP(write, fs_write),
+	OP(flush, fs_flush),
+	OP(fsync, fs_fsync),
+	OP(create, fs_create),
+	OP(unlink, fs_unlink),
+	OP(rmdir, fs_rmdir),
+	OP(mkdir, fs_mkdir),
+	OP(rename, fs_rename),
+	OP(statfs, fs_statfs),
 };

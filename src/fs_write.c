@@ -129,7 +129,7 @@ static void maybe_drop(struct fs *fs, struct inode *in, struct edit *e)
 	drop = in->edit == e && !e->writers && e->version == e->saved && !e->sticky && !in->scratch;
 	pthread_mutex_unlock(&e->lock);
 	if (drop)
-		in->edit = NULL;
+		__atomic_store_n(&in->edit, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->edits_lock);
 	if (drop)
 		edit_unref(e);
@@ -219,7 +219,7 @@ static struct edit *start_writing(struct fs *fs, struct inode *in, struct tree_n
 		} else {
 			struct edit *old = in->edit;
 
-			in->edit = fresh; /* the inode's reference */
+			__atomic_store_n(&in->edit, fresh, __ATOMIC_RELEASE); /* the inode's reference */
 			__atomic_add_fetch(&fresh->refs, 1, __ATOMIC_RELAXED);
 			e = fresh;
 			edit_unref(old);
@@ -716,7 +716,7 @@ static void create_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, con
 	e->writers = 1;
 	__atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED); /* the handle's */
 	pthread_mutex_lock(&fs->edits_lock);
-	in->edit = e;
+	__atomic_store_n(&in->edit, e, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->edits_lock);
 	h = new_handle(fs, in);
 	h->edit = e;
@@ -882,7 +882,7 @@ static void revert_view(struct fs *fs, struct inode *pin, const char *name)
 	if (in) {
 		pthread_mutex_lock(&fs->edits_lock);
 		e = in->edit;
-		in->edit = NULL;
+		__atomic_store_n(&in->edit, NULL, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&fs->edits_lock);
 		inodes_unlink(fs->inodes, pin, name);
 	}
@@ -1045,7 +1045,7 @@ static void keep_text(struct fs *fs, struct inode *in, GBytes *text)
 	tree_read_unlock(fs->tree);
 	pthread_mutex_lock(&fs->edits_lock);
 	if (!in->edit && e->sticky) {
-		in->edit = e;
+		__atomic_store_n(&in->edit, e, __ATOMIC_RELEASE);
 		e = NULL;
 	}
 	pthread_mutex_unlock(&fs->edits_lock);

@@ -130,7 +130,9 @@ struct tree_node *inode_node(struct inodes *s, struct inode *in)
 		return __atomic_load_n(&in->node, __ATOMIC_RELAXED);
 	if (in == &s->root)
 		n = tree_root(s->tree);
-	else if (in->scratch || (in->unlinked && !in->replaced) || !(pn = inode_node(s, in->parent))
+	else if (__atomic_load_n(&in->scratch, __ATOMIC_ACQUIRE)
+		 || (__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE) && !__atomic_load_n(&in->replaced, __ATOMIC_ACQUIRE))
+		 || !(pn = inode_node(s, in->parent))
 		 || !tree_is_dir(pn))
 		n = NULL;
 	else
@@ -228,9 +230,9 @@ void inodes_forget(struct inodes *s, struct inode *in, uint64_t n)
 static void unlink_locked(struct inodes *s, struct inode *in)
 {
 	g_hash_table_remove(s->by_name, in);
-	in->unlinked = 1;
-	in->node = NULL;
-	in->generation = tree_generation(s->tree);
+	__atomic_store_n(&in->unlinked, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&in->node, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&in->generation, tree_generation(s->tree), __ATOMIC_RELEASE);
 }
 
 void inodes_unlink(struct inodes *s, struct inode *parent, const char *name)
@@ -254,8 +256,8 @@ void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, c
 	there = g_hash_table_lookup(s->by_name, &key);
 	if (there && there != in) {
 		unlink_locked(s, there);
-		there->replaced = 1;
-		there->generation = UINT64_MAX; /* found by name again */
+		__atomic_store_n(&there->replaced, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&there->generation, UINT64_MAX, __ATOMIC_RELEASE); /* found by name again */
 	}
 	if (!in->unlinked)
 		g_hash_table_remove(s->by_name, in);

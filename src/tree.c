@@ -202,7 +202,7 @@ static void dir_free(struct tree *t, struct tree_dir *d)
 		if (n->kind == NODE_ARCHIVE && (!n->parent || n->parent->kind == NODE_FOLDER))
 			tree_source_unref(n->src);
 	}
-	t->nodes -= MIN(t->nodes, d->count);
+	__atomic_sub_fetch(&t->nodes, MIN(t->nodes, d->count), __ATOMIC_RELAXED);
 	g_free(d->child);
 	g_free(d->index);
 	g_string_chunk_free(d->names);
@@ -230,7 +230,7 @@ static void dir_finish(struct tree *t, struct tree_dir *d)
 		d->child = g_renew(struct tree_node, d->child, d->capacity);
 		dir_reindex(d);
 	}
-	t->nodes += d->count;
+	__atomic_add_fetch(&t->nodes, d->count, __ATOMIC_RELAXED);
 }
 
 /* The child named name (len bytes), ASCII case-insensitively; the exact
@@ -885,7 +885,9 @@ void tree_stat(const struct tree *t, const struct tree_node *n, struct stat *st)
 	st->st_nlink = tree_is_dir(n) ? 2 : 1;
 	st->st_uid = t->uid;
 	st->st_gid = t->gid;
-	st->st_size = n->size == TREE_SIZE_UNKNOWN ? 0 : (off_t)n->size;
+	uint64_t size = __atomic_load_n(&n->size, __ATOMIC_ACQUIRE);
+
+	st->st_size = size == TREE_SIZE_UNKNOWN ? 0 : (off_t)size;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)(((uint64_t)st->st_size + 511) / 512);
 	st->st_mtime = st->st_ctime = st->st_atime = (time_t)n->mtime;
@@ -898,7 +900,7 @@ struct tree_node *tree_root(struct tree *t)
 
 uint64_t tree_node_count(struct tree *t)
 {
-	return t->nodes + 1;
+	return __atomic_load_n(&t->nodes, __ATOMIC_RELAXED) + 1;
 }
 
 /* The table of a mounted archive is read before the mount goes to the
