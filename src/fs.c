@@ -25,6 +25,7 @@ struct inode *fs_inode(struct fs *fs, fuse_ino_t ino)
 
 fuse_ino_t fs_ino(struct fs *fs, struct inode *in)
 {
+	fs_kernel_order_release();
 	return in == inodes_root(fs->inodes) ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)in;
 }
 
@@ -415,7 +416,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		h->status = 1;
 		fi->fh = (uint64_t)(uintptr_t)h;
 		fi->direct_io = 1;
-		fuse_reply_open(req, fi);
+		fs_kernel_order_release();
+	fuse_reply_open(req, fi);
 		return;
 	}
 	fs_refresh(fs, in);
@@ -451,6 +453,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 1;
 	fi->noflush = 1; /* nothing to save: closing it needs no request */
+	fs_kernel_order_release();
 	fuse_reply_open(req, fi);
 }
 
@@ -483,6 +486,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fs_refresh(fs, fs_inode(fs, ino));
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
+	fs_kernel_order_release();
 	fuse_reply_open(req, fi);
 }
 
@@ -706,11 +710,18 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 
 /* Requests are ordered by the kernel (a release comes after its open's
  * reply), which ThreadSanitizer cannot see through /dev/fuse: under it,
- * every request acquires what the ones finished before it released. */
+ * every request acquires what the ones finished before it released, and
+ * what was made before a node id or file handle went to the kernel. */
 #ifdef __SANITIZE_THREAD__
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 static char kernel_order;
+
+void fs_kernel_order_release(void)
+{
+	__tsan_release(&kernel_order);
+}
+
 #define ORDERED(call) do { __tsan_acquire(&kernel_order); call; __tsan_release(&kernel_order); } while (0)
 static void ordered_init(void *u, struct fuse_conn_info *c)
 {

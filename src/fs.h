@@ -59,6 +59,16 @@ struct handle {
 	int wrote;                 /* written through since opened: a close saves */
 };
 
+/* Under ThreadSanitizer: what was made so far is ordered before requests
+ * the next reply lets the kernel send (fs.c).  Nothing otherwise. */
+#ifdef __SANITIZE_THREAD__
+void fs_kernel_order_release(void);
+#else
+static inline void fs_kernel_order_release(void)
+{
+}
+#endif
+
 struct inode *fs_inode(struct fs *fs, fuse_ino_t ino);
 fuse_ino_t fs_ino(struct fs *fs, struct inode *in);
 
