@@ -25,7 +25,6 @@ struct inode *fs_inode(struct fs *fs, fuse_ino_t ino)
 
 fuse_ino_t fs_ino(struct fs *fs, struct inode *in)
 {
-	fs_kernel_order_release();
 	return in == inodes_root(fs->inodes) ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)in;
 }
 
@@ -416,8 +415,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		h->status = 1;
 		fi->fh = (uint64_t)(uintptr_t)h;
 		fi->direct_io = 1;
-		fs_kernel_order_release();
-	fuse_reply_open(req, fi);
+		fuse_reply_open(req, fi);
 		return;
 	}
 	fs_refresh(fs, in);
@@ -453,7 +451,6 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 1;
 	fi->noflush = 1; /* nothing to save: closing it needs no request */
-	fs_kernel_order_release();
 	fuse_reply_open(req, fi);
 }
 
@@ -486,7 +483,6 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fs_refresh(fs, fs_inode(fs, ino));
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
-	fs_kernel_order_release();
 	fuse_reply_open(req, fi);
 }
 

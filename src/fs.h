@@ -59,14 +59,20 @@ struct handle {
 	int wrote;                 /* written through since opened: a close saves */
 };
 
-/* Under ThreadSanitizer: what was made so far is ordered before requests
- * the next reply lets the kernel send (fs.c).  Nothing otherwise. */
+/* Under ThreadSanitizer, what was done before a reply is ordered before
+ * the requests the reply lets the kernel send (fs.c). */
 #ifdef __SANITIZE_THREAD__
 void fs_kernel_order_release(void);
-#else
-static inline void fs_kernel_order_release(void)
-{
-}
+#define fuse_reply_err(r, ...) (fs_kernel_order_release(), fuse_reply_err(r, __VA_ARGS__))
+#define fuse_reply_none(r) (fs_kernel_order_release(), fuse_reply_none(r))
+#define fuse_reply_entry(r, ...) (fs_kernel_order_release(), fuse_reply_entry(r, __VA_ARGS__))
+#define fuse_reply_create(r, ...) (fs_kernel_order_release(), fuse_reply_create(r, __VA_ARGS__))
+#define fuse_reply_attr(r, ...) (fs_kernel_order_release(), fuse_reply_attr(r, __VA_ARGS__))
+#define fuse_reply_open(r, ...) (fs_kernel_order_release(), fuse_reply_open(r, __VA_ARGS__))
+#define fuse_reply_write(r, ...) (fs_kernel_order_release(), fuse_reply_write(r, __VA_ARGS__))
+#define fuse_reply_buf(r, ...) (fs_kernel_order_release(), fuse_reply_buf(r, __VA_ARGS__))
+#define fuse_reply_data(r, ...) (fs_kernel_order_release(), fuse_reply_data(r, __VA_ARGS__))
+#define fuse_reply_statfs(r, ...) (fs_kernel_order_release(), fuse_reply_statfs(r, __VA_ARGS__))
 #endif
 
 struct inode *fs_inode(struct fs *fs, fuse_ino_t ino);

@@ -439,7 +439,6 @@ void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_
 	}
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 0;
-	fs_kernel_order_release();
 	fuse_reply_open(req, fi);
 }
 
@@ -727,7 +726,6 @@ static void create_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, con
 	ep.attr_timeout = ep.entry_timeout = fs->timeout;
 	fs_scratch_stat(fs, in, e, &ep.attr);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fs_kernel_order_release();
 	fuse_reply_create(req, &ep, fi);
 }
 
@@ -780,7 +778,6 @@ static void reply_new(fuse_req_t req, struct fs *fs, struct inode *pin, const ch
 	fs_fill_entry(fs, in, n, &e);
 	tree_read_unlock(fs->tree);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fs_kernel_order_release();
 	fuse_reply_create(req, &e, fi);
 }
 
