@@ -104,7 +104,12 @@ echo "saves: $(cat "$WORK/ini.saves") INI, $(cat "$WORK/raw.saves") raw; RSS $rs
 sort "$ERR" | uniq -c | head -20
 check "$SECONDS_RUN s of 8 readers and 2 writers: no errors, no torn versions" [ ! -s "$ERR" ]
 check "both writers saved many times" [ "$(cat "$WORK/ini.saves")" -gt 5 ] && [ "$(cat "$WORK/raw.saves")" -gt 5 ]
-check "the daemon's memory stays flat after warm-up" [ "$rss_end" -le $(( rss_warm * 3 / 2 + 8192 )) ]
+if ldd "$E" 2>/dev/null | grep -qE 'lib(a|t)san'; then
+	# a sanitizer's own bookkeeping grows with every access it watches
+	echo "RSS not judged: $E is a sanitizer build"
+else
+	check "the daemon's memory stays flat after warm-up" [ "$rss_end" -le $(( rss_warm * 3 / 2 + 8192 )) ]
+fi
 check "the archives check clean" sh -c "'$E' check '$G/quests.res' >/dev/null && '$E' check '$G/texts.res' >/dev/null"
 do_umount "$M"
 do_mount "$G" "$M"
