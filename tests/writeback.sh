@@ -185,6 +185,16 @@ check "... every archive checks clean" clean texts.res && clean quests.res
 check "an editor's temporary does not outlive the mount (memory only)" [ ! -e "$M/texts.res/.x.swp" ]
 do_umount "$M"
 
+# ---- the log line of a failed save ----------------------------------------------------------
+"$E" mount -f "$G" "$M" 2>"$WORK/fg.log" &
+fg=$!
+for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
+cp "$WORK/bad.ini" "$M/$Q/quest.ini" 2>/dev/null
+check "one log line names the file, the line and the reason" \
+	[ "$(grep -c "z1q1/quest.ini: not saved: line 3: .*(Invalid argument)" "$WORK/fg.log")" -eq 1 ]
+rm "$M/$Q/quest.ini"
+kill -TERM $fg; wait $fg
+
 # ---- read-only archives stay so ---------------------------------------------------------------
 chmod 444 "$G/figures.res"
 do_mount "$G" "$M"
