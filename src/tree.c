@@ -647,6 +647,8 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 	struct tree_dir *d = dir_new(t, n < 256 ? n : 256);
 	GHashTable *renamed = NULL; /* lowered component -> pending_dir of a renamed directory */
 	GString *scratch = g_string_new(NULL);
+	GString *last = g_string_new(NULL); /* the last folder component met ... */
+	struct pending_dir *last_p = NULL;  /* ... and where its members go */
 	char *what = tree_path(dir);
 
 	for (uint32_t k = 0; k < n; k++) {
@@ -662,6 +664,11 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			fill_entry(c, archive, tab, m[k].entry);
 			if (!names_is_plain(tab->names + e->name_off, e->name_len))
 				log_rewritten_name(what, m[k].entry, tab->names + e->name_off, e->name_len);
+			continue;
+		}
+		/* names come sorted: members of one folder mostly follow each other */
+		if (last_p && len == last->len && memcmp(comp, last->str, len) == 0) {
+			g_array_append_val(last_p->members, ((struct member){ m[k].entry, next_at }));
 			continue;
 		}
 		c = dir_find_len(d, comp, len, name_hash_len(comp, len));
@@ -686,10 +693,14 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			p = new_vdir(c, at, archive);
 		}
 		g_array_append_val(p->members, ((struct member){ m[k].entry, next_at }));
+		g_string_truncate(last, 0);
+		g_string_append_len(last, comp, (gssize)len);
+		last_p = p;
 	}
 	if (renamed)
 		g_hash_table_destroy(renamed);
 	g_string_free(scratch, TRUE);
+	g_string_free(last, TRUE);
 	add_views(t, d, dir);
 	dir_finish(t, d);
 	g_free(what);

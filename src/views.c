@@ -99,7 +99,12 @@ static int claims_anm_track(struct tree *t, const struct tree_node *src, const s
 
 static int claims_db(struct tree *t, const struct tree_node *src, const struct tree_node *dir)
 {
-	return db_is_database(src->name);
+	const char *dot = strrchr(src->name, '.');
+	size_t n = dot ? strlen(dot) : 0;
+
+	/* every database name ends in "db": most names are refused here */
+	return n >= 3 && g_ascii_tolower(dot[n - 2]) == 'd' && g_ascii_tolower(dot[n - 1]) == 'b'
+	       && db_is_database(src->name);
 }
 
 /* .mp is also the multiplayer character format: only map headers count */
@@ -159,13 +164,15 @@ const char *view_type_label(unsigned type)
 void views_for(struct tree *t, struct tree_node *src, const struct tree_node *dir,
 	       void (*add)(void *ctx, unsigned type, const char *name), void *ctx)
 {
+	const char *dot = strrchr(src->name, '.');
+
 	if (src->kind != NODE_ENTRY && src->kind != NODE_PLAIN)
 		return;
 	for (unsigned i = 0; i < G_N_ELEMENTS(types); i++) {
 		const struct view_type *v = &types[i];
 		GString *name;
 
-		if (v->ext ? !names_has_ext(src->name, v->ext) : !v->claims(t, src, dir))
+		if (v->ext ? !dot || g_ascii_strcasecmp(dot + 1, v->ext) != 0 : !v->claims(t, src, dir))
 			continue;
 		name = g_string_new(src->name);
 		if (v->replace_ext)
