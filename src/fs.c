@@ -38,11 +38,6 @@ void node_identity(const struct tree_node *n, struct identity *id)
 	id->kind = n->kind;
 }
 
-int identity_equal(const struct identity *a, const struct identity *b)
-{
-	return a->size == b->size && a->offset == b->offset && a->mtime == b->mtime && a->kind == b->kind;
-}
-
 /* ---- notifications ----------------------------------------------------- */
 
 /* Kernel notices go out from a thread of their own: a request in progress
@@ -247,7 +242,7 @@ static void stat_inode(struct fs *fs, struct inode *in, struct tree_node *n, str
 	settle_size(fs, n);
 	tree_stat(fs->tree, n, st);
 	if (e) {
-		if (edit_shows(fs, in, e, n))
+		if (fs_edit_shows(fs, e, n))
 			edit_stat(e, st);
 		edit_unref(e);
 	}
@@ -362,10 +357,20 @@ static void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+/* The node that has the name of an inode renamed over now. */
+static struct tree_node *replacement(struct fs *fs, struct inode *in)
+{
+	struct tree_node *pn = inode_node(fs->inodes, in->parent);
+	int err = 0;
+
+	return pn && tree_is_dir(pn) ? tree_lookup(fs->tree, pn, in->name, &err) : NULL;
+}
+
 static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *in = fs_inode(fs, ino);
+	struct handle *h = fi ? (struct handle *)(uintptr_t)fi->fh : NULL;
 	struct tree_node *n;
 	struct stat st;
 	struct edit *e;
@@ -375,8 +380,20 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
+	if (h && !h->edit && h->fd < 0 && __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)) {
+		/* gone, but open: the attributes it had, as its reads give */
+		fuse_reply_attr(req, &h->st, fs->timeout);
+		return;
+	}
+	if (!h && __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE) && inode_opened_stat(fs->inodes, in, &st)) {
+		st.st_nlink = 0; /* fstat(2) of a file gone while open */
+		fuse_reply_attr(req, &st, fs->timeout);
+		return;
+	}
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
+	if (!n && !h && __atomic_load_n(&in->replaced, __ATOMIC_ACQUIRE))
+		n = replacement(fs, in); /* stat(2) of a name renamed over just now */
 	if (n)
 		stat_inode(fs, in, n, &st);
 	tree_read_unlock(fs->tree);
@@ -393,7 +410,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
-	fuse_reply_err(req, ENOENT);
+	fuse_reply_err(req, ESTALE); /* as for open */
 }
 
 /* ---- opening ------------------------------------------------------------ */
@@ -423,7 +440,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	n = inode_node(fs->inodes, in);
 	if (!n) {
 		tree_read_unlock(fs->tree);
-		fuse_reply_err(req, ENOENT);
+		fuse_reply_err(req, ESTALE); /* the kernel looks the name up again */
 		return;
 	}
 	if (tree_is_dir(n)) {
@@ -438,13 +455,20 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h = g_new0(struct handle, 1);
 	h->inode = in;
 	h->fd = -1;
+	stat_inode(fs, in, n, &h->st);
+	inode_opened(fs->inodes, in, &h->st);
+	/* what was opened, for reads after it is gone (deleted, renamed
+	 * over): an entry's bytes stay in the archive file, a view's are
+	 * kept (an open of a view converts it: a read comes next) */
 	if (n->kind == NODE_ENTRY) {
-		/* kept for reads after the entry is gone (deleted, renamed over):
-		 * its bytes stay in the archive file */
 		h->src = n->src;
 		tree_source_ref(h->src);
 		h->offset = n->offset;
 		h->size = n->size;
+	} else if (n->kind == NODE_VIEW) {
+		int err;
+
+		h->bytes = view_cache_get(fs->views, fs->tree, n, &err);
 	}
 	inode_ref(fs->inodes, in);
 	tree_read_unlock(fs->tree);
@@ -465,6 +489,8 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		if (h->fd >= 0)
 			close(h->fd);
 		tree_source_unref(h->src);
+		if (h->bytes)
+			g_bytes_unref(h->bytes);
 		if (h->inode)
 			inode_unref(fs->inodes, h->inode);
 		g_free(h);
@@ -615,9 +641,16 @@ static void read_file(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t
 		reply_fd(req, fd, pos, size);
 }
 
-/* An entry that went while open: its bytes as they were. */
+/* A file that went while open: its bytes as they were. */
 static void read_gone(fuse_req_t req, const struct handle *h, size_t size, off_t off)
 {
+	if (h && h->bytes) {
+		gsize len;
+		const char *data = g_bytes_get_data(h->bytes, &len);
+
+		reply_bytes(req, data, len, size, off);
+		return;
+	}
 	if (!h || !h->src) {
 		fuse_reply_err(req, ESTALE);
 		return;
@@ -657,10 +690,10 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	e = fs_edit_get(fs, in);
-	if (e && (!n || edit_shows(fs, in, e, n)))
+	if (e && (!n || fs_edit_shows(fs, e, n)))
 		reply_fd(req, edit_fd(e), (uint64_t)off, size);
-	else if (!n)
-		read_gone(req, h, size, off);
+	else if (!n || __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE))
+		read_gone(req, h, size, off); /* also renamed over: the old bytes */
 	else if (n->kind == NODE_VIEW)
 		read_view(req, fs, n, size, off);
 	else

@@ -7,6 +7,7 @@
 #include <fuse_lowlevel.h>
 #include <pthread.h>
 
+#include "edit.h"
 #include "inodes.h"
 #include "res_commit.h"
 #include "tree.h"
@@ -36,17 +37,11 @@ void fs_init_state(struct fs *fs);
 void fs_start(struct fs *fs, struct fuse_session *se);
 void fs_stop(struct fs *fs);
 
-/* ---- shared by fs.c and fs_write.c ------------------------------------- */
+/* ---- shared by fs.c, fs_write.c and fs_names.c --------------------------- */
 
-/* What a file's bytes and attributes were: a change of it means the
- * kernel's caches of the inode are stale. */
-struct identity {
-	uint64_t size, offset;
-	int64_t mtime;
-	uint32_t kind;
-};
+/* What n's bytes (a view's: its source's) and attributes are: a change of
+ * it means the kernel's caches of the inode are stale. */
 void node_identity(const struct tree_node *n, struct identity *id);
-int identity_equal(const struct identity *a, const struct identity *b);
 
 /* An open file. */
 struct handle {
@@ -55,6 +50,8 @@ struct handle {
 	struct edit *edit;         /* opened for writing: the contents being written */
 	struct tree_source *src;   /* an entry's bytes when opened, read after */
 	uint64_t offset, size;     /*   it is gone (deleted, renamed over) */
+	GBytes *bytes;             /* a view's bytes when opened, the same */
+	struct stat st;            /* the attributes when opened, the same */
 	int status;                /* the status file */
 	int wrote;                 /* written through since opened: a close saves */
 };
@@ -82,8 +79,9 @@ fuse_ino_t fs_ino(struct fs *fs, struct inode *in);
 void fs_fill_entry(struct fs *fs, struct inode *in, struct tree_node *n, struct fuse_entry_param *e);
 
 /* After a unit changed on disk (a save, another program): reloads it and
- * tells the kernel what went stale.  unit_inode is the inode whose node is
- * the unit, or NULL to find it from in.  Takes the write lock itself. */
+ * tells the kernel what went stale.  in is an inode of the unit (its own
+ * inode is best: a save may make the others vanish).  Takes the write
+ * lock itself. */
 void fs_reload(struct fs *fs, struct inode *in);
 
 /* Checks whether the unit of in's node changed on disk; reloads if so. */
@@ -96,18 +94,12 @@ void notify_entry(struct fs *fs, struct inode *parent, const char *name);
 /* Waits (bounded) until what was queued so far has been sent. */
 void notify_wait(struct fs *fs);
 
-/* Write side (fs_write.c). */
-struct edit;
-void edit_unref(struct edit *e);
+/* Write side (fs_write.c, fs_names.c). */
 /* The edit of in with a reference, or NULL. */
 struct edit *fs_edit_get(struct fs *fs, struct inode *in);
-/* Applies an edit's size and mtime to st; returns 1 when the edit shows
- * instead of the tree (contents being written or a saved view's text). */
-int edit_stat(struct edit *e, struct stat *st);
-int edit_fd(struct edit *e);
-/* Whether reads come from the edit rather than the tree. */
-int edit_shows(struct fs *fs, struct inode *in, struct edit *e, struct tree_node *n);
-/* Names of editors' temporaries, kept in memory (fs_write.c). */
+/* Whether reads and attributes of n come from the edit (edit_shows). */
+int fs_edit_shows(struct fs *fs, struct edit *e, const struct tree_node *n);
+/* Names of editors' temporaries, kept in memory (fs_names.c). */
 int fs_is_scratch_name(const char *name);
 void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct stat *st);
 /* The status file: failed saves, one a line. */

@@ -56,6 +56,7 @@ static void inode_destroy(struct inodes *s, struct inode *in)
 {
 	if (in->edit && s->edit_free)
 		s->edit_free(in->edit);
+	g_free(in->opened_st);
 	g_free(in->name);
 	g_free(in);
 }
@@ -130,8 +131,7 @@ struct tree_node *inode_node(struct inodes *s, struct inode *in)
 		return __atomic_load_n(&in->node, __ATOMIC_RELAXED);
 	if (in == &s->root)
 		n = tree_root(s->tree);
-	else if (__atomic_load_n(&in->scratch, __ATOMIC_ACQUIRE)
-		 || (__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE) && !__atomic_load_n(&in->replaced, __ATOMIC_ACQUIRE))
+	else if (__atomic_load_n(&in->scratch, __ATOMIC_ACQUIRE) || __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)
 		 || !(pn = inode_node(s, in->parent))
 		 || !tree_is_dir(pn))
 		n = NULL;
@@ -206,6 +206,27 @@ struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char 
 	return in;
 }
 
+void inode_opened(struct inodes *s, struct inode *in, const struct stat *st)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!in->opened_st)
+		in->opened_st = g_new(struct stat, 1);
+	*in->opened_st = *st;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int inode_opened_stat(struct inodes *s, struct inode *in, struct stat *st)
+{
+	int known;
+
+	pthread_mutex_lock(&s->lock);
+	known = in->opened_st != NULL;
+	if (known)
+		*st = *in->opened_st;
+	pthread_mutex_unlock(&s->lock);
+	return known;
+}
+
 void inodes_count_lookup(struct inodes *s, struct inode *in)
 {
 	pthread_mutex_lock(&s->lock);
@@ -257,7 +278,6 @@ void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, c
 	if (there && there != in) {
 		unlink_locked(s, there);
 		__atomic_store_n(&there->replaced, 1, __ATOMIC_RELEASE);
-		__atomic_store_n(&there->generation, UINT64_MAX, __ATOMIC_RELEASE); /* found by name again */
 	}
 	if (!in->unlinked)
 		g_hash_table_remove(s->by_name, in);

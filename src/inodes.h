@@ -20,13 +20,14 @@ struct inode {
 	uint64_t nlookup;          /* the kernel's references */
 	uint32_t refs;             /* nlookup > 0, child inodes, open files */
 	int unlinked;              /* no longer reachable by its name */
-	int replaced;              /* unlinked by a rename over it: an open of
-				    * it still finds what has the name now */
+	int replaced;              /* unlinked by a rename over it */
 	int scratch;               /* an editor's temporary: in memory only */
 	uint64_t generation;       /* of the tree when node was found */
 	struct tree_node *node;    /* NULL: gone */
 	uint64_t ino;              /* st_ino shown: the node's, kept after it goes */
 	struct edit *edit;         /* contents being written (fs_write.c) */
+	struct stat *opened_st;    /* its attributes when last opened: what
+				    * fstat shows after it is gone */
 };
 
 struct inodes;
@@ -51,6 +52,11 @@ struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_
 /* A file no tree node stands for: an editor's temporary, kept in memory
  * (fs_write.c), counted as one kernel reference. */
 struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char *name, uint64_t ino);
+
+/* Remembers the attributes an inode was opened with; inode_opened_stat
+ * gives them back (returns 0 when it was never opened). */
+void inode_opened(struct inodes *s, struct inode *in, const struct stat *st);
+int inode_opened_stat(struct inodes *s, struct inode *in, struct stat *st);
 
 /* One more kernel reference to an inode found by inodes_find. */
 void inodes_count_lookup(struct inodes *s, struct inode *in);

@@ -36,7 +36,10 @@ raw_writer() {
 		n=$((n + 1))
 		head -c $(( (n * 4099) % 60000 )) /dev/zero | tr '\0' . > "$WORK/pad"
 		{ printf 'v%s ' $n; cat "$WORK/pad"; printf ' v%s\n' $n; } > "$WORK/raw.next"
-		cat "$WORK/raw.next" > "$M/texts.res/stress.txt" || err "raw save $n failed"
+		# saved whole, then renamed over: readers see one version or the other
+		# (a rewrite in place is seen half-done on any file system)
+		cat "$WORK/raw.next" > "$M/texts.res/stress.new" && mv "$M/texts.res/stress.new" "$M/texts.res/stress.txt" \
+			|| err "raw save $n failed"
 	done
 	echo "$n" > "$WORK/raw.saves"
 }
@@ -60,12 +63,14 @@ whole_raw() {
 }
 finder() {
 	while running; do
-		find "$M" -printf '%s %i\n' > /dev/null 2>>"$ERR" || err "find failed"
+		# the writer's temporary comes and goes, as on any file system
+		find "$M" -printf '%s %i\n' > /dev/null 2>"$WORK/find.err"
+		grep -v "stress.new.: No such file" "$WORK/find.err" >> "$ERR"
 	done
 }
 cat_all() {
 	while running; do
-		find "$M" -type f ! -name stress.txt ! -name 'quest.*' -exec cat {} + > /dev/null 2>>"$ERR" || err "cat failed"
+		find "$M" -type f ! -name 'stress.*' ! -name 'quest.*' -exec cat {} + > /dev/null 2>>"$ERR" || err "cat failed"
 	done
 }
 views() {

@@ -1,0 +1,249 @@
+/* Contents being written: see edit.h. */
+#define _GNU_SOURCE
+#include "edit.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <glib.h>
+
+struct edit {
+	int refs;
+	pthread_mutex_t save_lock; /* one save at a time, held through it */
+	pthread_mutex_t lock;      /* the fields below; held only briefly */
+	int fd;                    /* a memory file with the contents */
+	uint64_t size;
+	int64_t mtime;
+	int writers;
+	uint64_t version;          /* counts changes of the contents */
+	uint64_t saved;            /* the version last saved (or loaded) */
+	uint64_t failed;           /* the version whose save failed, + 1; 0: none */
+	int error;
+	char *message;
+	int sticky;
+	struct identity sticky_source;
+};
+
+int identity_equal(const struct identity *a, const struct identity *b)
+{
+	return a->size == b->size && a->offset == b->offset && a->mtime == b->mtime && a->kind == b->kind;
+}
+
+struct edit *edit_new(int64_t mtime)
+{
+	struct edit *e = g_new0(struct edit, 1);
+
+	e->fd = memfd_create("eifs-edit", MFD_CLOEXEC);
+	if (e->fd < 0) {
+		g_free(e);
+		return NULL;
+	}
+	e->refs = 1;
+	e->mtime = mtime;
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_init(&e->save_lock, NULL);
+	return e;
+}
+
+void edit_ref(struct edit *e)
+{
+	__atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+}
+
+void edit_unref(struct edit *e)
+{
+	if (!e || __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	close(e->fd);
+	pthread_mutex_destroy(&e->lock);
+	pthread_mutex_destroy(&e->save_lock);
+	g_free(e->message);
+	g_free(e);
+}
+
+int edit_fd(const struct edit *e)
+{
+	return e->fd;
+}
+
+static int write_at(int fd, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int edit_load(struct edit *e, const void *data, size_t len, uint64_t off)
+{
+	int rc = write_at(e->fd, data, len, off);
+
+	pthread_mutex_lock(&e->lock);
+	if (rc == 0 && off + len > e->size)
+		e->size = off + len;
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+int edit_write(struct edit *e, const void *buf, size_t len, uint64_t off)
+{
+	int rc = write_at(e->fd, buf, len, off);
+
+	pthread_mutex_lock(&e->lock);
+	if (rc == 0 && off + len > e->size)
+		e->size = off + len;
+	e->version++;
+	e->sticky = 0;
+	e->mtime = time(NULL);
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+int edit_truncate(struct edit *e, uint64_t size)
+{
+	int rc = ftruncate(e->fd, (off_t)size) < 0 ? -errno : 0;
+
+	pthread_mutex_lock(&e->lock);
+	if (rc == 0)
+		e->size = size;
+	e->version++;
+	e->sticky = 0;
+	e->mtime = time(NULL);
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+void edit_touch(struct edit *e, int64_t mtime)
+{
+	pthread_mutex_lock(&e->lock);
+	e->mtime = mtime;
+	e->version++;
+	pthread_mutex_unlock(&e->lock);
+}
+
+void edit_stat(struct edit *e, struct stat *st)
+{
+	pthread_mutex_lock(&e->lock);
+	st->st_size = (off_t)e->size;
+	st->st_blocks = (blkcnt_t)((e->size + 511) / 512);
+	st->st_mtime = st->st_ctime = (time_t)e->mtime;
+	pthread_mutex_unlock(&e->lock);
+}
+
+void edit_add_writer(struct edit *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->writers++;
+	e->sticky = 0; /* what is written now is the text */
+	pthread_mutex_unlock(&e->lock);
+}
+
+void edit_remove_writer(struct edit *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->writers--;
+	pthread_mutex_unlock(&e->lock);
+}
+
+int edit_shows(struct edit *e, const struct identity *source_now)
+{
+	int shows;
+
+	pthread_mutex_lock(&e->lock);
+	shows = e->writers || e->version != e->saved
+		|| (e->sticky && source_now && identity_equal(source_now, &e->sticky_source));
+	pthread_mutex_unlock(&e->lock);
+	return shows;
+}
+
+int edit_idle(struct edit *e)
+{
+	int idle;
+
+	pthread_mutex_lock(&e->lock);
+	idle = !e->writers && e->version == e->saved && !e->sticky;
+	pthread_mutex_unlock(&e->lock);
+	return idle;
+}
+
+int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&e->save_lock);
+	pthread_mutex_lock(&e->lock);
+	s->version = e->version;
+	s->len = (size_t)e->size;
+	s->mtime = e->mtime;
+	s->map = NULL;
+	s->data = (const unsigned char *)"";
+	if (e->version == e->saved)
+		rc = 1;
+	else if (e->version + 1 == e->failed)
+		rc = -e->error;
+	pthread_mutex_unlock(&e->lock);
+	if (rc >= 0 && s->len) {
+		/* writes may go on meanwhile: they make a newer version */
+		s->map = mmap(NULL, s->len, PROT_READ, MAP_SHARED, e->fd, 0);
+		if (s->map == MAP_FAILED) {
+			s->map = NULL;
+			rc = -errno;
+		} else {
+			s->data = s->map;
+		}
+	}
+	return rc;
+}
+
+void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct identity *sticky_source)
+{
+	pthread_mutex_lock(&e->lock);
+	if (s->version > e->saved)
+		e->saved = s->version;
+	e->failed = 0;
+	e->error = 0;
+	if (sticky_source && e->version == s->version) {
+		e->sticky = 1;
+		e->sticky_source = *sticky_source;
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+void edit_failed(struct edit *e, const struct edit_snapshot *s, int err, char *msg)
+{
+	pthread_mutex_lock(&e->lock);
+	e->failed = s->version + 1;
+	e->error = err;
+	g_free(e->message);
+	e->message = msg;
+	pthread_mutex_unlock(&e->lock);
+}
+
+void edit_snapshot_end(struct edit *e, struct edit_snapshot *s)
+{
+	if (s->map)
+		munmap(s->map, s->len);
+	s->map = NULL;
+	pthread_mutex_unlock(&e->save_lock);
+}
+
+int edit_error(struct edit *e, char **msg)
+{
+	int err;
+
+	pthread_mutex_lock(&e->lock);
+	err = e->error;
+	*msg = g_strdup(e->message ? e->message : "");
+	pthread_mutex_unlock(&e->lock);
+	return err;
+}

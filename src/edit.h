@@ -1,0 +1,80 @@
+/* The contents of a file being written through the mount: held in a memory
+ * file, changed by writes, and counted in versions against the last one
+ * saved, so that a save knows whether there is anything to do and a
+ * version whose save failed is not tried (nor reported) again until it
+ * changes.  A saved INI view keeps its text as written ("sticky") while
+ * its source stays as the save left it.  No FUSE, no tree. */
+#ifndef EIFS_EDIT_H
+#define EIFS_EDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+/* What a file's bytes and attributes were: a change of it means what was
+ * made from it is stale. */
+struct identity {
+	uint64_t size, offset;
+	int64_t mtime;
+	uint32_t kind;
+};
+
+int identity_equal(const struct identity *a, const struct identity *b);
+
+struct edit;
+
+/* An empty edit with this mtime; NULL with errno. */
+struct edit *edit_new(int64_t mtime);
+void edit_ref(struct edit *e);
+void edit_unref(struct edit *e);
+
+/* The memory file, for reads (spliced) and nothing else. */
+int edit_fd(const struct edit *e);
+
+/* Contents as they are now, not a change (e.g. the entry's bytes when it
+ * is opened for writing).  Returns 0 or -errno. */
+int edit_load(struct edit *e, const void *data, size_t len, uint64_t off);
+
+/* Changes: each makes a new version, to be saved. */
+int edit_write(struct edit *e, const void *buf, size_t len, uint64_t off);
+int edit_truncate(struct edit *e, uint64_t size);
+void edit_touch(struct edit *e, int64_t mtime);
+
+/* Size and mtime into st (the rest is the caller's). */
+void edit_stat(struct edit *e, struct stat *st);
+
+void edit_add_writer(struct edit *e);
+void edit_remove_writer(struct edit *e);
+
+/* Whether reads come from the edit: open for writing, not yet saved, or a
+ * sticky text whose source is as saved (source_now NULL: gone). */
+int edit_shows(struct edit *e, const struct identity *source_now);
+
+/* Nothing would be lost without it: no writer, saved, not sticky. */
+int edit_idle(struct edit *e);
+
+/* A consistent look at the contents for a save.  edit_snapshot_begin
+ * takes the edit's save lock (one save at a time; writes go on) and
+ * returns 0 when the snapshot is to be saved, 1 when it already was, or
+ * -errno when this very version failed before (data is then empty).
+ * Every call is followed by
+ * edit_snapshot_end, after edit_saved or edit_failed. */
+struct edit_snapshot {
+	const unsigned char *data; /* len bytes ("" when empty) */
+	size_t len;
+	int64_t mtime;
+	uint64_t version;
+	void *map;                 /* private */
+};
+int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s);
+/* The snapshot's version is saved; sticky_source, when not NULL, makes the
+ * text stay shown while the source has this identity. */
+void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct identity *sticky_source);
+/* Its save failed: err (an errno) and msg (taken) are kept for status. */
+void edit_failed(struct edit *e, const struct edit_snapshot *s, int err, char *msg);
+void edit_snapshot_end(struct edit *e, struct edit_snapshot *s);
+
+/* The errno of the last failed save (0: none) and its reason (g_free it). */
+int edit_error(struct edit *e, char **msg);
+
+#endif

@@ -1,0 +1,561 @@
+/* The FUSE glue for names: create, mkdir, unlink, rmdir, rename, in
+ * archives (saved into them at once, see writeback.h) and in the folders
+ * of the game (passed through); editors' temporaries kept in memory; the
+ * status file of failed saves. */
+#define _GNU_SOURCE
+#include "fs_write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "views.h"
+
+/* ---- names ----------------------------------------------------------------- */
+
+/* Editors' temporaries (swap files, backups, the files sed -i and gedit
+ * write before renaming them over the real one) made inside an archive
+ * live in memory only: the archive gets the file they are renamed to, not
+ * the junk.  Patterns: .NAME.swp (any .sw?, and .swpx), vim's 4913, NAME~,
+ * .goutputstream-*, sed's sedXXXXXX, emacs's .#NAME and #NAME#,
+ * .NAME.kate-swp. */
+int fs_is_scratch_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	const char *ext = strrchr(name, '.');
+
+	/* .NAME.swp, .swo ..., and the .swpx vim makes to probe the file system */
+	if (name[0] == '.' && ext && ext != name && ext[1] == 's' && ext[2] == 'w' && ext[3]
+	    && (!ext[4] || (ext[4] == 'x' && !ext[5])))
+		return 1;
+	if (strcmp(name, "4913") == 0 || (len > 1 && name[len - 1] == '~'))
+		return 1;
+	if (g_str_has_prefix(name, ".goutputstream-") || g_str_has_prefix(name, ".#")
+	    || (len > 2 && name[0] == '#' && name[len - 1] == '#') || g_str_has_suffix(name, ".kate-swp"))
+		return 1;
+	if (len == 9 && g_str_has_prefix(name, "sed")) {
+		for (size_t i = 3; i < len; i++)
+			if (!g_ascii_isalnum(name[i]))
+				return 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* A new temporary in archive folder pin: an inode and an empty edit. */
+static void create_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, const char *name,
+			   struct fuse_file_info *fi)
+{
+	struct edit *e = edit_new(time(NULL));
+	struct fuse_entry_param ep;
+	struct inode *in;
+	struct handle *h;
+
+	if (!e) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	in = inodes_scratch(fs->inodes, pin, name, g_str_hash(name) ^ (uint64_t)(uintptr_t)pin);
+	edit_add_writer(e);
+	fs_edit_install(fs, in, e);
+	h = fs_new_handle(fs, in);
+	h->edit = e; /* the handle's reference */
+	memset(&ep, 0, sizeof ep);
+	ep.ino = fs_ino(fs, in);
+	ep.generation = 1;
+	ep.attr_timeout = ep.entry_timeout = fs->timeout;
+	fs_scratch_stat(fs, in, e, &ep.attr);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fuse_reply_create(req, &ep, fi);
+}
+
+void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct stat *st)
+{
+	struct stat root;
+
+	tree_stat(fs->tree, tree_root(fs->tree), &root);
+	memset(st, 0, sizeof *st);
+	st->st_ino = in->ino;
+	st->st_mode = S_IFREG | 0644;
+	st->st_nlink = 1;
+	st->st_uid = root.st_uid;
+	st->st_gid = root.st_gid;
+	st->st_blksize = 4096;
+	edit_stat(e, st);
+}
+
+/* Replies with the entry of name in the folder pin, just made. */
+static void reply_new(fuse_req_t req, struct fs *fs, struct inode *pin, const char *name,
+		      struct fuse_file_info *fi, int fd)
+{
+	struct tree_node *pn, *n;
+	struct fuse_entry_param e;
+	struct inode *in;
+	struct handle *h;
+	int err = 0;
+
+	tree_read_lock(fs->tree);
+	pn = inode_node(fs->inodes, pin);
+	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
+	if (!n) {
+		tree_read_unlock(fs->tree);
+		if (fd >= 0)
+			close(fd);
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	in = inodes_lookup(fs->inodes, pin, n);
+	if (!fi) {
+		fs_fill_entry(fs, in, n, &e);
+		tree_read_unlock(fs->tree);
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	h = fs_new_handle(fs, in);
+	h->fd = fd;
+	if (fd < 0)
+		h->edit = fs_start_writing(fs, in, n, 1, &err);
+	fs_fill_entry(fs, in, n, &e);
+	tree_read_unlock(fs->tree);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fuse_reply_create(req, &e, fi);
+}
+
+static int is_folder(const struct tree_node *n)
+{
+	return n->kind == NODE_FOLDER;
+}
+
+/* A name an entry can take: a backslash would make folders of it. */
+static int entry_name_ok(const char *name)
+{
+	return !strchr(name, '\\');
+}
+
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct inode *pin = fs_inode(fs, parent), *unit = NULL;
+	struct res_error err = { 0 };
+	struct wb_plan *plan;
+	struct tree_node *pn;
+	int rc, fd = -1;
+
+	tree_read_lock(fs->tree);
+	pn = inode_node(fs->inodes, pin);
+	if (!pn) {
+		rc = -ENOENT;
+	} else if (!fs->writable) {
+		rc = -EROFS;
+	} else if (is_folder(pn)) {
+		char *dir = tree_real_path(fs->tree, pn), *path = g_build_filename(dir, name, NULL);
+
+		fd = open(path, fi->flags | O_CREAT | O_CLOEXEC, mode);
+		rc = fd < 0 ? -errno : 0;
+		g_free(path);
+		g_free(dir);
+	} else if (!entry_name_ok(name)) {
+		rc = -EINVAL;
+	} else if (!(pn->mode & 0222)) {
+		rc = -EACCES;
+	} else if (fs_is_scratch_name(name)) {
+		tree_read_unlock(fs->tree);
+		create_scratch(req, fs, pin, name, fi);
+		return;
+	} else if (!(plan = wb_create(fs->tree, pn, name, (const unsigned char *)"", 0, (uint32_t)time(NULL), &err))
+		   || !(unit = fs_unit_of(fs, pin))) {
+		rc = -(err.code ? err.code : EIO);
+		wb_plan_free(plan);
+	} else {
+		rc = fs_run_plan(fs, plan, unit, &err); /* unlocks */
+		if (rc < 0)
+			log_msg(LOG_ERR, "%s: cannot create: %s", name, err.msg);
+		tree_read_lock(fs->tree);
+	}
+	tree_read_unlock(fs->tree);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (fd >= 0)
+		fs_reload(fs, pin);
+	reply_new(req, fs, pin, name, fi, fd);
+}
+
+void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct inode *pin = fs_inode(fs, parent);
+	struct tree_node *pn;
+	int rc;
+
+	tree_read_lock(fs->tree);
+	pn = inode_node(fs->inodes, pin);
+	if (!pn)
+		rc = -ENOENT;
+	else if (!fs->writable)
+		rc = -EROFS;
+	else if (is_folder(pn)) {
+		char *dir = tree_real_path(fs->tree, pn), *path = g_build_filename(dir, name, NULL);
+
+		rc = mkdir(path, mode) < 0 ? -errno : 0;
+		g_free(path);
+		g_free(dir);
+	} else {
+		rc = -EPERM; /* an archive holds folders only as parts of entry names */
+	}
+	tree_read_unlock(fs->tree);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fs_reload(fs, pin);
+	reply_new(req, fs, pin, name, NULL, -1);
+}
+
+/* Drops a view's unsaved text (`rm x.ini` reverts it), or a temporary. */
+static void revert_view(struct fs *fs, struct inode *pin, const char *name)
+{
+	struct inode *in = inodes_find(fs->inodes, pin, name);
+
+	if (in) {
+		edit_unref(fs_edit_take(fs, in));
+		inodes_unlink(fs->inodes, pin, name);
+	}
+}
+
+/* Removes entry or loose file n of folder pin; unlocks. */
+static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, struct tree_node *n,
+		       int is_dir)
+{
+	struct res_error err = { 0 };
+	struct inode *unit = fs_unit_of(fs, pin);
+	char *name = g_strdup(n->name);
+	struct wb_plan *plan;
+	int rc;
+
+	if (is_folder(pn)) {
+		char *path = tree_real_path(fs->tree, n);
+
+		rc = (is_dir ? rmdir(path) : unlink(path)) < 0 ? -errno : 0;
+		g_free(path);
+		tree_read_unlock(fs->tree);
+		if (rc == 0)
+			fs_reload(fs, pin);
+	} else if (!(plan = wb_delete(fs->tree, n, &err)) || !unit) {
+		tree_read_unlock(fs->tree);
+		wb_plan_free(plan);
+		rc = -(err.code ? err.code : EIO);
+	} else {
+		rc = fs_run_plan(fs, plan, unit, &err);
+		if (rc < 0)
+			log_msg(LOG_ERR, "%s: cannot delete: %s", name, err.msg);
+	}
+	if (rc == 0)
+		inodes_unlink(fs->inodes, pin, name);
+	g_free(name);
+	return rc;
+}
+
+void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct inode *pin = fs_inode(fs, parent), *in;
+	struct tree_node *pn, *n = NULL;
+	int rc = 0, err = 0;
+
+	tree_read_lock(fs->tree);
+	pn = inode_node(fs->inodes, pin);
+	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
+	if (!n && (in = inodes_find(fs->inodes, pin, name)) && in->scratch)
+		revert_view(fs, pin, name); /* a temporary: forgotten */
+	else if (!n)
+		rc = -(pn ? err : ENOENT);
+	else if (!fs->writable)
+		rc = -EROFS;
+	else if (n->kind == NODE_VIEW && view_is_editable(n->view)) {
+		revert_view(fs, pin, n->name);
+	} else if (n->kind == NODE_VIEW) {
+		rc = -EPERM;
+	} else if (n->kind != NODE_PLAIN && (rc = fs_may_change(fs, n)) < 0) {
+		;
+	} else {
+		fuse_reply_err(req, -remove_node(fs, pin, pn, n, 0)); /* unlocks */
+		return;
+	}
+	tree_read_unlock(fs->tree);
+	fuse_reply_err(req, -rc);
+}
+
+static int is_empty(struct fs *fs, struct tree_node *n)
+{
+	const struct tree_dir *d;
+
+	if (tree_children(fs->tree, n, &d) < 0)
+		return 0;
+	for (uint32_t i = 0; i < d->count; i++)
+		if (d->child[i].kind != NODE_VIEW)
+			return 0;
+	return 1;
+}
+
+void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct inode *pin = fs_inode(fs, parent);
+	struct tree_node *pn, *n;
+	int rc = 0, err = 0;
+
+	tree_read_lock(fs->tree);
+	pn = inode_node(fs->inodes, pin);
+	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
+	if (!pn)
+		rc = -ENOENT;
+	else if (!n)
+		rc = 0; /* a folder inside an archive goes with its last entry */
+	else if (!fs->writable)
+		rc = -EROFS;
+	else if (!tree_is_dir(n))
+		rc = -ENOTDIR;
+	else if (n->kind == NODE_FOLDER || (n->kind == NODE_ARCHIVE && is_empty(fs, n))) {
+		/* an empty archive goes as a whole; a folder as the system says */
+		fuse_reply_err(req, -remove_node(fs, pin, pn, n, n->kind == NODE_FOLDER)); /* unlocks */
+		return;
+	} else {
+		rc = -ENOTEMPTY;
+	}
+	tree_read_unlock(fs->tree);
+	fuse_reply_err(req, -rc);
+}
+
+/* A loose file or folder (or an archive file) renamed in the folders. */
+static int rename_real(struct fs *fs, struct tree_node *n, struct tree_node *npn, const char *newname)
+{
+	char *from = tree_real_path(fs->tree, n), *dir = tree_real_path(fs->tree, npn);
+	char *to = g_build_filename(dir, newname, NULL);
+	int rc = rename(from, to) < 0 ? -errno : 0;
+
+	g_free(from);
+	g_free(dir);
+	g_free(to);
+	return rc;
+}
+
+static int in_folder(const struct tree_node *n)
+{
+	return n->kind == NODE_PLAIN || n->kind == NODE_FOLDER
+	       || (n->kind == NODE_ARCHIVE && (!n->parent || n->parent->kind == NODE_FOLDER));
+}
+
+/* Saves what is being written to in before it moves. */
+static int save_pending(struct fs *fs, struct inode *in)
+{
+	struct edit *e = in ? fs_edit_get(fs, in) : NULL;
+	int rc = e ? fs_save(fs, in, e) : 0;
+
+	edit_unref(e);
+	return rc;
+}
+
+/* The text of an entry just saved over a view stays what the view shows. */
+static void keep_text(struct fs *fs, struct inode *in, GBytes *text)
+{
+	struct edit_snapshot snap;
+	struct identity id;
+	struct tree_node *n;
+	struct edit *e;
+	gsize len;
+	const void *data = g_bytes_get_data(text, &len);
+
+	tree_read_lock(fs->tree);
+	n = inode_node(fs->inodes, in);
+	e = n ? edit_new(n->mtime) : NULL;
+	if (n)
+		node_identity(n, &id);
+	tree_read_unlock(fs->tree);
+	if (!e)
+		return;
+	if (edit_load(e, data, len, 0) == 0 && edit_snapshot_begin(e, &snap) == 1) {
+		edit_saved(e, &snap, &id); /* as saved: only the sticky text is new */
+		edit_snapshot_end(e, &snap);
+		fs_edit_install(fs, in, e);
+	} else {
+		edit_snapshot_end(e, &snap);
+	}
+	edit_unref(e);
+}
+
+static GBytes *read_text(struct fs *fs, struct tree_node *n)
+{
+	GByteArray *b;
+	ssize_t got;
+
+	if (n->size > VIEW_MAX_TEXT_SOURCE)
+		return NULL;
+	b = g_byte_array_sized_new((guint)n->size);
+	g_byte_array_set_size(b, (guint)n->size);
+	got = tree_read(fs->tree, n, b->data, b->len, 0);
+	g_byte_array_set_size(b, got > 0 ? (guint)got : 0);
+	return g_byte_array_free_to_bytes(b);
+}
+
+/* A temporary renamed to a real name: its contents are saved under it. */
+static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, const char *newname)
+{
+	struct edit *e = fs_edit_get(fs, in);
+	int scratch = fs_is_scratch_name(newname), rc = 0, e2 = 0;
+	struct res_error err = { 0 };
+	struct edit_snapshot s;
+	struct identity id;
+	struct tree_node *npn, *n;
+
+	if (!e)
+		return -ENOENT;
+	if (edit_snapshot_begin(e, &s) < 0 && !scratch)
+		rc = -EIO;
+	tree_read_lock(fs->tree);
+	npn = rc == 0 ? inode_node(fs->inodes, npin) : NULL;
+	if (rc == 0 && (!npn || is_folder(npn)))
+		rc = npn ? -EXDEV : -ENOENT;
+	if (rc == 0 && !scratch) {
+		struct wb_plan *plan = wb_create(fs->tree, npn, newname, s.data, s.len, (uint32_t)s.mtime, &err);
+		struct inode *unit = plan ? fs_unit_of(fs, npin) : NULL;
+
+		rc = plan && unit ? fs_run_plan(fs, plan, unit, &err) /* unlocks */ : -(err.code ? err.code : EIO);
+		if (!unit)
+			wb_plan_free(plan);
+		if (rc < 0)
+			log_msg(LOG_ERR, "%s: not saved: %s", newname, err.msg);
+		tree_read_lock(fs->tree);
+	}
+	tree_read_unlock(fs->tree);
+	if (rc == 0) {
+		tree_write_lock(fs->tree);
+		npn = inode_node(fs->inodes, npin);
+		n = npn && !scratch ? tree_lookup(fs->tree, npn, newname, &e2) : NULL;
+		inodes_move(fs->inodes, in, npin, n ? n->name : newname);
+		in->scratch = scratch;
+		if (n && n->kind == NODE_VIEW)
+			node_identity(n, &id); /* the text shows as written */
+		if (!scratch)
+			edit_saved(e, &s, n && n->kind == NODE_VIEW ? &id : NULL);
+		tree_write_unlock(fs->tree);
+	}
+	edit_snapshot_end(e, &s);
+	fs_edit_drop_idle(fs, in, e);
+	edit_unref(e);
+	return rc;
+}
+
+void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct inode *pin = fs_inode(fs, parent), *npin = fs_inode(fs, newparent), *in, *unit = NULL;
+	struct tree_node *pn, *npn, *n, *target;
+	struct res_error err = { 0 };
+	struct wb_plan *plan = NULL;
+	GBytes *text = NULL;
+	int rc = 0, e = 0, real = 0;
+
+	if (flags & ~RENAME_NOREPLACE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (!fs->writable) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	tree_read_lock(fs->tree);
+	pn = inode_node(fs->inodes, pin);
+	n = pn ? tree_lookup(fs->tree, pn, name, &e) : NULL;
+	in = inodes_find(fs->inodes, pin, n ? n->name : name);
+	tree_read_unlock(fs->tree);
+	if (!n && in && in->scratch) {
+		fuse_reply_err(req, -rename_scratch(fs, in, npin, newname));
+		return;
+	}
+	rc = save_pending(fs, in);
+	tree_read_lock(fs->tree);
+	pn = inode_node(fs->inodes, pin);
+	npn = inode_node(fs->inodes, npin);
+	n = pn ? tree_lookup(fs->tree, pn, name, &e) : NULL;
+	target = npn ? tree_lookup(fs->tree, npn, newname, &e) : NULL;
+	if (rc < 0)
+		;
+	else if (!n || !npn)
+		rc = -ENOENT;
+	else if ((flags & RENAME_NOREPLACE) && target)
+		rc = -EEXIST;
+	else if (in_folder(n) && is_folder(npn) && !(target && target->kind == NODE_VIEW))
+		real = 1;
+	else if (!(plan = wb_rename(fs->tree, n, npn, newname, &err)) || !(unit = fs_unit_of(fs, npin)))
+		rc = -(err.code ? err.code : EIO);
+	if (plan && target && target->kind == NODE_VIEW)
+		text = read_text(fs, n);
+	if (real) {
+		rc = rename_real(fs, n, npn, newname);
+		tree_read_unlock(fs->tree);
+		if (rc == 0) {
+			fs_reload(fs, pin);
+			if (npin != pin)
+				fs_reload(fs, npin);
+		}
+	} else if (rc == 0) {
+		rc = fs_run_plan(fs, plan, unit, &err); /* unlocks */
+		if (rc < 0)
+			log_msg(LOG_ERR, "%s -> %s: not renamed: %s", name, newname, err.msg);
+	} else {
+		wb_plan_free(plan);
+		tree_read_unlock(fs->tree);
+	}
+	if (rc == 0 && in) {
+		tree_write_lock(fs->tree);
+		npn = inode_node(fs->inodes, npin);
+		target = npn ? tree_lookup(fs->tree, npn, newname, &e) : NULL;
+		inodes_move(fs->inodes, in, npin, target ? target->name : newname);
+		tree_write_unlock(fs->tree);
+		if (text)
+			keep_text(fs, in, text);
+	}
+	if (text)
+		g_bytes_unref(text);
+	fuse_reply_err(req, -rc);
+}
+
+/* ---- the status file ----------------------------------------------------------- */
+
+static void status_line(struct inode *in, void *ctx)
+{
+	GString *s = ctx, *path;
+	char *msg;
+	int err = edit_error(in->edit, &msg);
+
+	if (err) {
+		path = g_string_new(NULL);
+		for (struct inode *a = in; a && a->parent; a = a->parent) {
+			g_string_prepend(path, a->name);
+			g_string_prepend_c(path, '/');
+		}
+		g_string_append_printf(s, "%s\t%s\t%s\n", path->str + 1, strerror(err), msg);
+		g_string_free(path, TRUE);
+	}
+	g_free(msg);
+}
+
+GString *fs_status_text(struct fs *fs)
+{
+	GString *s = g_string_new(NULL);
+
+	pthread_mutex_lock(&fs->edits_lock);
+	inodes_each_edit(fs->inodes, status_line, s);
+	pthread_mutex_unlock(&fs->edits_lock);
+	return s;
+}

@@ -1,0 +1,39 @@
+/* What fs_write.c (edits, saves) offers fs_names.c (names).  Functions
+ * marked "read lock" are called with the tree's read lock held. */
+#ifndef EIFS_FS_WRITE_H
+#define EIFS_FS_WRITE_H
+
+#include "fs.h"
+#include "writeback.h"
+
+/* in gets e as its edit (taking a reference), replacing any other. */
+void fs_edit_install(struct fs *fs, struct inode *in, struct edit *e);
+/* in's edit, taken away from it (the caller's reference now), or NULL. */
+struct edit *fs_edit_take(struct fs *fs, struct inode *in);
+/* Drops in's edit e when nothing needs it any more (edit_idle). */
+void fs_edit_drop_idle(struct fs *fs, struct inode *in, struct edit *e);
+
+/* The edit of in, made from n's contents if there is none (or only a
+ * stale view text), with one more writer and a reference for the caller;
+ * truncate: emptied.  Read lock.  NULL with *err an errno. */
+struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node *n, int truncate, int *err);
+
+/* Saves e, in's edit, if it changed since its last save.  Returns 0 or a
+ * negative errno (the failure logged once and kept for the status file). */
+int fs_save(struct fs *fs, struct inode *in, struct edit *e);
+
+/* The inode of the unit (archive file or folder) of in's node: the one to
+ * reload after a save, which may make in itself vanish.  Read lock. */
+struct inode *fs_unit_of(struct fs *fs, struct inode *in);
+
+/* Runs a plan made under the read lock, which it releases, then reloads
+ * the unit.  Returns 0 or a negative errno; err has the reason. */
+int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, struct res_error *err);
+
+/* 0 when the mount may change n, else -EROFS or -EACCES.  Read lock. */
+int fs_may_change(struct fs *fs, struct tree_node *n);
+
+/* An open file of in (holding a reference to it). */
+struct handle *fs_new_handle(struct fs *fs, struct inode *in);
+
+#endif
