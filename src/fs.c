@@ -438,6 +438,17 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_refresh(fs, in);
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
+	if (!n && __atomic_load_n(&in->replaced, __ATOMIC_ACQUIRE)) {
+		/* opened through a name looked up just before a rename over it
+		 * (ESTALE would make the kernel look once more, and a rename
+		 * again meanwhile fails the open): what has the name now.  The
+		 * kernel forgets the old attributes and pages first, so that
+		 * reads see the new file whole. */
+		n = replacement(fs, in);
+		if (n && fs->se)
+			fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+		fi->keep_cache = 0;
+	}
 	if (!n) {
 		tree_read_unlock(fs->tree);
 		fuse_reply_err(req, ESTALE); /* the kernel looks the name up again */
@@ -469,11 +480,12 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		int err;
 
 		h->bytes = view_cache_get(fs->views, fs->tree, n, &err);
+		node_identity(n, &h->id);
 	}
 	inode_ref(fs->inodes, in);
 	tree_read_unlock(fs->tree);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->keep_cache = 1;
+	fi->keep_cache = !in->replaced;
 	fi->noflush = 1; /* nothing to save: closing it needs no request */
 	fuse_reply_open(req, fi);
 }
@@ -641,7 +653,7 @@ static void read_file(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t
 		reply_fd(req, fd, pos, size);
 }
 
-/* A file that went while open: its bytes as they were. */
+/* A file as it was opened (it went since, or is a view made then). */
 static void read_gone(fuse_req_t req, const struct handle *h, size_t size, off_t off)
 {
 	if (h && h->bytes) {
@@ -660,6 +672,14 @@ static void read_gone(fuse_req_t req, const struct handle *h, size_t size, off_t
 	else if (size > h->size - (uint64_t)off)
 		size = (size_t)(h->size - (uint64_t)off);
 	reply_fd(req, h->src->fd, h->offset + (uint64_t)off, size);
+}
+
+static int same_source(const struct tree_node *view, const struct identity *then)
+{
+	struct identity now;
+
+	node_identity(view, &now);
+	return identity_equal(&now, then);
 }
 
 static void read_status(fuse_req_t req, struct fs *fs, size_t size, off_t off)
@@ -694,6 +714,8 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		reply_fd(req, edit_fd(e), (uint64_t)off, size);
 	else if (!n || __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE))
 		read_gone(req, h, size, off); /* also renamed over: the old bytes */
+	else if (n->kind == NODE_VIEW && h && h->bytes && same_source(n, &h->id))
+		read_gone(req, h, size, off); /* the bytes the open made */
 	else if (n->kind == NODE_VIEW)
 		read_view(req, fs, n, size, off);
 	else

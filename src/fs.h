@@ -50,7 +50,8 @@ struct handle {
 	struct edit *edit;         /* opened for writing: the contents being written */
 	struct tree_source *src;   /* an entry's bytes when opened, read after */
 	uint64_t offset, size;     /*   it is gone (deleted, renamed over) */
-	GBytes *bytes;             /* a view's bytes when opened, the same */
+	GBytes *bytes;             /* a view's bytes when opened, the same; */
+	struct identity id;        /*   and what they were made from */
 	struct stat st;            /* the attributes when opened, the same */
 	int status;                /* the status file */
 	int wrote;                 /* written through since opened: a close saves */
