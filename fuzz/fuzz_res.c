@@ -1,9 +1,11 @@
 /* RES archives: the table parser from memory and from a file, the entry
- * checks, the game's lookup of every name, the checker, the display names,
+ * checks, the game's lookup of every name (one by one and all at once),
+ * the checker, the display names,
  * and archives nested in entries, walked like src/tree.c walks them. */
 #define _GNU_SOURCE /* memfd_create */
 #include "fuzz.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -53,7 +55,8 @@ static void compare_file_read(const uint8_t *data, size_t size, const struct res
 	res_table_free(&t);
 }
 
-static void check_name(const struct res_table *t, uint32_t i)
+/* all: what res_lookup_all says the lookup of entry i finds */
+static void check_name(const struct res_table *t, uint32_t i, const int64_t *all)
 {
 	const struct res_entry *e = &t->entries[i];
 	const char *name = res_entry_name(t, i);
@@ -70,6 +73,8 @@ static void check_name(const struct res_table *t, uint32_t i)
 		FUZZ_CHECK(res_name_equal(name, e->name_len, res_entry_name(t, (uint32_t)found),
 					  f->name_len), "lookup found another name");
 	}
+	FUZZ_CHECK(all[i] == found, "entry %u: res_lookup finds %lld, res_lookup_all %lld", i,
+		   (long long)found, (long long)all[i]);
 	names_display_path(name, e->name_len, path);
 	FUZZ_CHECK(path->len > 0 && g_utf8_validate(path->str, (gssize)path->len, NULL),
 		   "entry %u: display path is empty or not UTF-8", i);
@@ -83,6 +88,7 @@ static void walk(const uint8_t *data, size_t size, unsigned depth, unsigned *bud
 	struct res_error err = { 0 };
 	struct res_table t;
 	unsigned problems = 0;
+	int64_t *all;
 
 	if (res_table_parse(data, size, &t, &err) < 0) {
 		FUZZ_CHECK(err.code > 0 && err.msg[0], "refusal without errno or message");
@@ -94,12 +100,16 @@ static void walk(const uint8_t *data, size_t size, unsigned depth, unsigned *bud
 	if (depth == 0)
 		compare_file_read(data, size, &t);
 	res_check(&t, size, count_report, &problems);
+	all = res_lookup_all(&t);
+	FUZZ_CHECK(all, "res_lookup_all: no memory");
 	for (uint32_t i = 0; i < t.hdr.count; i++) {
 		const struct res_entry *e = &t.entries[i];
 		unsigned faults = res_entry_faults(&t, i, size);
 
 		if (!(faults & RES_FAULT_NAME))
-			check_name(&t, i);
+			check_name(&t, i, all);
+		else
+			FUZZ_CHECK(all[i] == -1, "entry %u: a name outside the block is found", i);
 		if (faults & RES_FAULT_DATA)
 			continue;
 		FUZZ_CHECK((uint64_t)e->offset + e->length <= size, "entry %u passes the end", i);
@@ -110,6 +120,7 @@ static void walk(const uint8_t *data, size_t size, unsigned depth, unsigned *bud
 		(*budget)--;
 		walk(data + e->offset, e->length, depth + 1, budget);
 	}
+	free(all);
 	res_table_free(&t);
 }
 

@@ -1006,6 +1006,43 @@ Test(check, unreachable_and_case_duplicates)
 	g_byte_array_unref(a);
 }
 
+/* res_lookup_all against res_lookup on tables of random links (circles,
+ * links out of range, long chains) and names with case variants. */
+Test(check, lookup_all_is_lookup_of_each_entry)
+{
+	static const char *const names[] = { "a", "A", "b", "ab", "aB", "Ab", "ba", "\xe0", "c" };
+	GRand *rnd = g_rand_new_with_seed(2001);
+
+	for (int round = 0; round < 300; round++) {
+		uint32_t n = (uint32_t)g_rand_int_range(rnd, 1, 40);
+		struct h_file *f = g_new0(struct h_file, n);
+		GByteArray *a;
+		struct res_table t;
+		int64_t *all;
+
+		for (uint32_t i = 0; i < n; i++) {
+			f[i].name = names[g_rand_int_range(rnd, 0, G_N_ELEMENTS(names))];
+			f[i].data = "x";
+			f[i].len = 1;
+			f[i].next = g_rand_int_range(rnd, -2, (gint32)n + 1);
+			if (g_rand_int_range(rnd, 0, 3) == 0)
+				f[i].next = (int32_t)i + 1 < (int32_t)n ? (int32_t)i + 1 : -1;
+		}
+		a = h_archive(f, n);
+		parse_ok(a, &t);
+		all = res_lookup_all(&t);
+		cr_assert_not_null(all);
+		for (uint32_t i = 0; i < n; i++)
+			cr_assert_eq(all[i], res_lookup(&t, f[i].name, strlen(f[i].name)),
+				     "round %d, entry %u (%s)", round, i, f[i].name);
+		free(all);
+		res_table_free(&t);
+		g_byte_array_unref(a);
+		g_free(f);
+	}
+	g_rand_free(rnd);
+}
+
 Test(check, negative_hash_entry)
 {
 	static const struct h_file f[] = { { NEGATIVE, H_STR("x"), -1, 0 } };
