@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "pngio.h"
 
 struct target {
 	const char *name;
@@ -73,3 +74,23 @@ Test(fuzz_regress, every_input_through_its_target)
 	cr_log_info("%u regression inputs", n);
 }
 
+/* ---- one test per bug: the documented refusal --------------------------- */
+
+/* png_read_rgba allocated the 1 GiB a 69-byte header asked for before it
+ * found there was no data for it. */
+Test(fuzz_regress, png_header_larger_than_its_data)
+{
+	GBytes *b = input("png", "16384x16384-no-data.png");
+	struct format_error err = { 0 };
+	unsigned char *rgba = (unsigned char *)"not set";
+	uint32_t w = 0, h = 0;
+	gsize len;
+	const unsigned char *p = g_bytes_get_data(b, &len);
+
+	cr_assert_eq(png_read_rgba(p, len, &rgba, &w, &h, &err), -1);
+	cr_assert_eq(err.code, EINVAL, "%d: %s", err.code, err.msg);
+	cr_assert_eq(err.offset, 16);
+	cr_assert(strstr(err.msg, "cannot come out of 12 bytes of IDAT data"), "%s", err.msg);
+	cr_assert_null(rgba);
+	g_bytes_unref(b);
+}
