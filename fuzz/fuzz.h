@@ -37,6 +37,12 @@ void fuzz_mpr_one(const uint8_t *data, size_t size);
 void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 4, 5)));
 
+/* A view may be larger than its input by a constant factor only: output
+ * that grows faster (a name repeated once per value, ...) lets a small
+ * file make a parser allocate gigabytes. */
+enum { FUZZ_GROWTH = 64, FUZZ_GROWTH_SLACK = 4096 };
+void fuzz_check_growth(size_t in, size_t out, const char *what);
+
 /* What a refusal must look like: an errno value and a message. */
 void fuzz_check_refusal(const struct format_error *err, const char *what);
 

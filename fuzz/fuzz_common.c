@@ -24,6 +24,12 @@ void fuzz_check_refusal(const struct format_error *err, const char *what)
 	FUZZ_CHECK(err->msg[0] != '\0', "%s refused without a message", what);
 }
 
+void fuzz_check_growth(size_t in, size_t out, const char *what)
+{
+	FUZZ_CHECK((uint64_t)out <= (uint64_t)in * FUZZ_GROWTH + FUZZ_GROWTH_SLACK,
+		   "%s made %zu bytes of %zu, more than %d per byte", what, out, in, FUZZ_GROWTH);
+}
+
 /* The prefix stands for text a caller had in out before the call. */
 static const char kept[] = "kept\n";
 
@@ -42,6 +48,7 @@ int fuzz_view(fuzz_view_fn *fn, const char *what, const uint8_t *data, size_t si
 		FUZZ_CHECK(strncmp(out->str, kept, strlen(kept)) == 0, "%s dropped text of out", what);
 		FUZZ_CHECK(g_utf8_validate(out->str, (gssize)out->len, NULL),
 			   "%s wrote text that is not UTF-8", what);
+		fuzz_check_growth(size, out->len - strlen(kept), what);
 	}
 	g_string_free(out, TRUE);
 	return rc;

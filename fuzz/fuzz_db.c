@@ -32,6 +32,7 @@ void fuzz_db_one(const uint8_t *data, size_t size)
 	}
 	g_string_erase(text, 0, 4);
 	FUZZ_CHECK(g_utf8_validate(text->str, (gssize)text->len, NULL), "JSONL is not UTF-8");
+	fuzz_check_growth(size, text->len, "db_to_jsonl");
 	FUZZ_CHECK(jsonl_to_db(text->str, text->len, back, &err) == 0,
 		   "%s: the JSON Lines view does not read back: %s", name, err.msg);
 	FUZZ_CHECK(back->len == size && memcmp(back->data, data, size) == 0,

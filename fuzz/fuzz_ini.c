@@ -21,6 +21,7 @@ void fuzz_ini_one(const uint8_t *data, size_t size)
 		   "the REG made of an INI has no INI view: %s at %llu", err.msg,
 		   (unsigned long long)err.offset);
 	FUZZ_CHECK(g_utf8_validate(ini->str, (gssize)ini->len, NULL), "INI is not UTF-8");
+	fuzz_check_growth(reg->len, ini->len, "reg_bytes_to_ini");
 	FUZZ_CHECK(ini_to_reg_bytes(ini->str, ini->len, back, &err) == 0,
 		   "the INI view does not read back: %s (line %llu)", err.msg,
 		   (unsigned long long)err.offset);

@@ -41,6 +41,7 @@ void fuzz_jsonl_one(const uint8_t *data, size_t size)
 	FUZZ_CHECK(db_to_jsonl(name, db->data, db->len, view, &err) == 0,
 		   "the database jsonl_to_db wrote has no view as %s: %s at %llu", name, err.msg,
 		   (unsigned long long)err.offset);
+	fuzz_check_growth(db->len, view->len, "db_to_jsonl");
 	FUZZ_CHECK(jsonl_to_db(view->str, view->len, back, &err) == 0,
 		   "the view of a written database does not read back: %s", err.msg);
 	FUZZ_CHECK(back->len == db->len && memcmp(back->data, db->data, db->len) == 0,

@@ -69,6 +69,7 @@ void fuzz_reg_one(const uint8_t *data, size_t size)
 		FUZZ_CHECK(rc_ini == 0 && g_string_equal(ini, ini2),
 			   "reg_bytes_to_ini differs from reg_parse + reg_to_ini");
 		FUZZ_CHECK(g_utf8_validate(ini->str, (gssize)ini->len, NULL), "INI is not UTF-8");
+		fuzz_check_growth(size, ini->len, "reg_to_ini");
 		if (rc_w == 0)
 			check_ini_round_trip(ini, w);
 	}
