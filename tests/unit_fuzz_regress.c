@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "ini.h"
 #include "pngio.h"
+#include "reg.h"
 
 struct target {
 	const char *name;
@@ -92,5 +94,30 @@ Test(fuzz_regress, png_header_larger_than_its_data)
 	cr_assert_eq(err.offset, 16);
 	cr_assert(strstr(err.msg, "cannot come out of 12 bytes of IDAT data"), "%s", err.msg);
 	cr_assert_null(rgba);
+	g_bytes_unref(b);
+}
+
+/* reg_to_ini wrote an array's name once per value: text growing with the
+ * name's length times the count (fuzz_reg: 146 KB of INI from 1.6 KB; a
+ * 330 KB REG would have been 4 GiB).  The REG is valid; its INI view is
+ * refused. */
+Test(fuzz_regress, reg_array_name_repeated_per_value)
+{
+	GBytes *b = input("reg", "200-byte-name-300-values.reg");
+	struct format_error err = { 0 };
+	struct reg_file *f;
+	GString *ini = g_string_new("kept");
+	gsize len;
+	const unsigned char *p = g_bytes_get_data(b, &len);
+
+	cr_assert_eq(reg_parse(p, len, &f, &err), 0, "%s", err.msg);
+	reg_free(f);
+	cr_assert_eq(reg_bytes_to_ini(p, len, ini, &err), -1);
+	cr_assert_eq(err.code, EFBIG, "%d: %s", err.code, err.msg);
+	cr_assert_eq(err.offset, 0);
+	cr_assert(strstr(err.msg, "[s] nnnn"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "300 values under a 200-byte name"), "%s", err.msg);
+	cr_assert_str_eq(ini->str, "kept");
+	g_string_free(ini, TRUE);
 	g_bytes_unref(b);
 }
