@@ -346,6 +346,48 @@ static void put_key(GString *out, const struct reg_key *k, locale_t c)
 	}
 }
 
+/* INI repeats an array's key name on the line of every value, so its text
+ * grows with the name's length times the count: a 330 KB REG (a
+ * 65535-byte name with 65535 values) would make 4 GiB of it.  The names
+ * of a key's lines may take at most INI_NAME_GROWTH times the bytes the
+ * key takes in the REG; a key that needs more is refused both ways. */
+enum { INI_NAME_GROWTH = 32 };
+
+static uint64_t key_reg_bytes(const struct reg_key *k)
+{
+	uint64_t n = 3 + (uint64_t)k->name_len + (reg_key_is_array(k) ? 2 : 0);
+
+	if (reg_key_base(k) != REG_STRING)
+		return n + 4 * (uint64_t)k->count;
+	for (uint32_t i = 0; i < k->count; i++)
+		n += 2 + (uint64_t)k->v.str[i].len;
+	return n;
+}
+
+/* Returns 0, or -1 with err filled (EFBIG) for a key too costly as INI;
+ * where is the error offset, prefix leads the message. */
+static int check_key_growth(const struct reg_key *k, uint64_t where, const char *prefix,
+			    struct format_error *err)
+{
+	GString *name;
+	uint64_t names, bytes;
+	char kn[REG_MSG_NAME];
+
+	if (k->count < 2)
+		return 0;
+	name = g_string_new(NULL);
+	put_text(name, k->name, k->name_len, plain_key(k->name, k->name_len));
+	names = (uint64_t)name->len * k->count;
+	g_string_free(name, TRUE);
+	bytes = key_reg_bytes(k);
+	if (names <= INI_NAME_GROWTH * bytes)
+		return 0;
+	return format_fail(err, EFBIG, where,
+			   "%s%s: %u values under a %zu-byte name would repeat it in %llu bytes of INI, more than %d times the key's %llu bytes",
+			   prefix, reg_msg_name(k->name, k->name_len, kn), k->count, k->name_len,
+			   (unsigned long long)names, INI_NAME_GROWTH, (unsigned long long)bytes);
+}
+
 static GHashTable *name_set_new(void)
 {
 	return g_hash_table_new_full(g_bytes_hash, g_bytes_equal, (GDestroyNotify)g_bytes_unref, NULL);
@@ -365,10 +407,11 @@ static int check_keys(const struct reg_section *s, struct format_error *err)
 	for (guint j = 0; rc == 0 && j < s->keys->len; j++) {
 		const struct reg_key *k = g_ptr_array_index(s->keys, j);
 
-		char sn[REG_MSG_NAME], kn[REG_MSG_NAME];
+		char sn[REG_MSG_NAME], kn[REG_MSG_NAME], prefix[REG_MSG_NAME + 3];
 
 		reg_msg_name(s->name, s->name_len, sn);
 		reg_msg_name(k->name, k->name_len, kn);
+		snprintf(prefix, sizeof prefix, "[%s] ", sn);
 		if ((k->type & ~REG_ARRAY) > REG_STRING)
 			rc = format_fail(err, EINVAL, 0, "[%s] %s: unknown type 0x%02x", sn, kn, k->type);
 		else if (!reg_key_is_array(k) && k->count != 1)
@@ -378,6 +421,8 @@ static int check_keys(const struct reg_section *s, struct format_error *err)
 			rc = format_fail(err, EINVAL, 0,
 					 "[%s] has two keys named \"%s\": INI would read them as one array",
 					 sn, kn);
+		else
+			rc = check_key_growth(k, 0, prefix, err);
 	}
 	g_hash_table_unref(seen);
 	return rc;
@@ -691,6 +736,7 @@ static int build_key(struct parser *p, struct reg_section *s, const struct pkey 
 	const char *name = g_bytes_get_data(pk->name, &name_len);
 	enum ini_class c;
 	struct reg_key *k;
+	char prefix[32];
 
 	if (pk->empty_type >= 0) {
 		reg_add_key(s, name, name_len, (uint8_t)(pk->empty_type | REG_ARRAY), 0);
@@ -705,7 +751,8 @@ static int build_key(struct parser *p, struct reg_section *s, const struct pkey 
 	for (guint i = 0; i < pk->elems->len; i++)
 		if (convert_elem(p, k, i, &g_array_index(pk->elems, struct elem, i)) < 0)
 			return -1;
-	return 0;
+	snprintf(prefix, sizeof prefix, "line %u: ", pk->line);
+	return check_key_growth(k, pk->line, prefix, p->err);
 }
 
 /* Types and stores the keys of the section just read. */

@@ -13,16 +13,21 @@
 #include "format_error.h"
 #include "reg.h"
 
-/* Appends f as UTF-8 INI text with LF line ends to out.  Fails (EINVAL,
- * out unchanged) only for what INI cannot hold apart: two sections, or two
- * keys of one section, with the same name. */
+/* Appends f as UTF-8 INI text with LF line ends to out.  Fails (out
+ * unchanged) only for what INI cannot hold apart, EINVAL: two sections, or
+ * two keys of one section, with the same name; and EFBIG for an array
+ * whose name, repeated on the line of every value, would take more than
+ * 32 times the key's bytes in the REG (a long name with many values: the
+ * text would grow with their product).  ini_to_reg refuses such a key
+ * too. */
 int reg_to_ini(const struct reg_file *f, GString *out, struct format_error *err);
 
 /* Parses UTF-8 INI text (LF or CRLF, an optional BOM).  On error *out is
  * NULL and err->offset is the 1-based line number of the problem; code is
  * EINVAL for syntax and structure, ERANGE for a number, length or count
- * the REG format cannot hold, EILSEQ for text that is not UTF-8 or has a
- * character cp1251 lacks. */
+ * the REG format cannot hold, EFBIG for a key reg_to_ini refuses so (at
+ * its first line), EILSEQ for text that is not UTF-8 or has a character
+ * cp1251 lacks. */
 int ini_to_reg(const char *text, size_t len, struct reg_file **out, struct format_error *err);
 
 /* The two conversions on bytes.  reg_bytes_to_ini's err->offset is a byte

@@ -13,6 +13,10 @@
 /* png_read_rgba's limits: a 1 GiB image at most. */
 #define READ_MAX_SIDE 65536u
 #define READ_MAX_PIXELS (1u << 28)
+/* Deflate makes at most 1032 bytes of one (a 258-byte match costs at
+ * least two bits); the slack covers the zlib and block headers. */
+#define DEFLATE_MAX_RATIO 1032u
+#define DEFLATE_SLACK 1024u
 
 static const unsigned char signature[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n' };
 
@@ -222,6 +226,50 @@ static int check_dimensions(const png_image *img, const unsigned char *data,
 	return 0;
 }
 
+/* Bytes of the IDAT chunks: the compressed image.  A chunk is a 4-byte
+ * length, a 4-byte type, the data and a 4-byte CRC. */
+static uint64_t idat_bytes(const unsigned char *data, size_t len)
+{
+	uint64_t sum = 0;
+	size_t at = sizeof signature;
+
+	while (len - at >= 12 && get_be32(data + at) <= len - at - 12) {
+		uint32_t n = get_be32(data + at);
+
+		if (memcmp(data + at + 4, "IDAT", 4) == 0)
+			sum += n;
+		at += 12 + (size_t)n;
+	}
+	return sum;
+}
+
+/* The bytes the image's pixels take before compression, from IHDR's bit
+ * depth (+24) and colour type (+25), filter bytes left out: what the IDAT
+ * data must at least inflate to. */
+static uint64_t pixel_bytes(const png_image *img, const unsigned char *data)
+{
+	static const unsigned channels[7] = { 1, 0, 3, 1, 2, 0, 4 };
+	unsigned bits = data[24] * (data[25] < 7 ? channels[data[25]] : 0);
+
+	return (uint64_t)img->height * (((uint64_t)img->width * (bits ? bits : 1) + 7) / 8);
+}
+
+/* Refuses, before the image is allocated, a header that asks for more
+ * pixels than the compressed data can make: a 69-byte PNG can say
+ * 16384 x 16384, 1 GiB of RGBA. */
+static int check_data(const png_image *img, const unsigned char *data, size_t len,
+		      struct format_error *err)
+{
+	uint64_t have = idat_bytes(data, len), need = pixel_bytes(img, data);
+
+	if (need > have * DEFLATE_MAX_RATIO + DEFLATE_SLACK)
+		return format_fail(err, EINVAL, 16,
+				   "%ux%u image of %llu bytes cannot come out of %llu bytes of IDAT data",
+				   img->width, img->height, (unsigned long long)need,
+				   (unsigned long long)have);
+	return 0;
+}
+
 int png_read_rgba(const unsigned char *data, size_t len, unsigned char **rgba, uint32_t *w,
 		  uint32_t *h, struct format_error *err)
 {
@@ -235,7 +283,7 @@ int png_read_rgba(const unsigned char *data, size_t len, unsigned char **rgba, u
 	img.version = PNG_IMAGE_VERSION;
 	if (!png_image_begin_read_from_memory(&img, data, len))
 		return format_fail(err, EINVAL, 0, "PNG: %s", img.message);
-	if (check_dimensions(&img, data, err) < 0) {
+	if (check_dimensions(&img, data, err) < 0 || check_data(&img, data, len, err) < 0) {
 		png_image_free(&img);
 		return -1;
 	}

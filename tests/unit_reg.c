@@ -930,6 +930,59 @@ Test(reg_ini, duplicate_names_cannot_be_written)
 	reg_free(f);
 }
 
+/* A 200-byte name on every line of its values: 48 empty strings take
+ * 9600 bytes of names, within 32 times the key's 301 REG bytes; 49 take
+ * 9800, past 32 x 303.  Both directions draw the line at the same place. */
+static void add_named_array(struct reg_file *f, const char *name, uint32_t count)
+{
+	reg_add_key(reg_add_section(f, H_STR("s")), name, strlen(name), REG_STRING | REG_ARRAY,
+		    count);
+}
+
+static GString *repeated_lines(const char *name, uint32_t count)
+{
+	GString *t = g_string_new("[s]\n");
+
+	for (uint32_t i = 0; i < count; i++)
+		g_string_append_printf(t, "%s=\"\"\n", name);
+	return t;
+}
+
+Test(reg_ini, long_names_of_long_arrays_are_refused_both_ways)
+{
+	char name[201];
+	struct reg_file *f = reg_new(), *g = reg_new(), *back = NULL;
+	struct format_error err = { 0 };
+	GString *out = g_string_new("keep"), *t;
+
+	memset(name, 'n', 200);
+	name[200] = '\0';
+	add_named_array(f, name, 48);
+	assert_model_round_trips(f);
+	add_named_array(g, name, 49);
+	cr_assert_eq(reg_to_ini(g, out, &err), -1);
+	cr_assert_eq(err.code, EFBIG, "%d: %s", err.code, err.msg);
+	cr_assert(strstr(err.msg, "49 values under a 200-byte name"), "%s", err.msg);
+	cr_assert_str_eq(out->str, "keep");
+
+	t = repeated_lines(name, 48);
+	back = from_ini_ok(t->str, t->len);
+	assert_same_model(f, back);
+	reg_free(back);
+	g_string_free(t, TRUE);
+	t = repeated_lines(name, 49);
+	g_string_prepend(t, "; a comment first\n");
+	cr_assert_eq(ini_to_reg(t->str, t->len, &back, &err), -1);
+	cr_assert_null(back);
+	cr_assert_eq(err.code, EFBIG, "%d: %s", err.code, err.msg);
+	cr_assert_eq(err.offset, 3, "the key's first line");
+	cr_assert(strstr(err.msg, "line 3: "), "%s", err.msg);
+	g_string_free(t, TRUE);
+	g_string_free(out, TRUE);
+	reg_free(f);
+	reg_free(g);
+}
+
 Test(reg_ini, writer_refuses_names_the_hash_cannot_place)
 {
 	struct reg_file *f = reg_new();

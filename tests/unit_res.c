@@ -1006,6 +1006,85 @@ Test(check, unreachable_and_case_duplicates)
 	g_byte_array_unref(a);
 }
 
+/* res_lookup_all against res_lookup on tables of random links (circles,
+ * links out of range, long chains) and names with case variants. */
+Test(check, lookup_all_is_lookup_of_each_entry)
+{
+	static const char *const names[] = { "a", "A", "b", "ab", "aB", "Ab", "ba", "\xe0", "c" };
+	GRand *rnd = g_rand_new_with_seed(2001);
+
+	for (int round = 0; round < 300; round++) {
+		uint32_t n = (uint32_t)g_rand_int_range(rnd, 1, 40);
+		struct h_file *f = g_new0(struct h_file, n);
+		GByteArray *a;
+		struct res_table t;
+		int64_t *all;
+
+		for (uint32_t i = 0; i < n; i++) {
+			f[i].name = names[g_rand_int_range(rnd, 0, G_N_ELEMENTS(names))];
+			f[i].data = "x";
+			f[i].len = 1;
+			f[i].next = g_rand_int_range(rnd, -2, (gint32)n + 1);
+			if (g_rand_int_range(rnd, 0, 3) == 0)
+				f[i].next = (int32_t)i + 1 < (int32_t)n ? (int32_t)i + 1 : -1;
+		}
+		a = h_archive(f, n);
+		parse_ok(a, &t);
+		all = res_lookup_all(&t);
+		cr_assert_not_null(all);
+		for (uint32_t i = 0; i < n; i++)
+			cr_assert_eq(all[i], res_lookup(&t, f[i].name, strlen(f[i].name)),
+				     "round %d, entry %u (%s)", round, i, f[i].name);
+		free(all);
+		res_table_free(&t);
+		g_byte_array_unref(a);
+		g_free(f);
+	}
+	g_rand_free(rnd);
+}
+
+/* 200 000 distinct names of one hash sum in one chain: a lookup per entry
+ * walks the chain (quadratic, minutes); res_check must not. */
+Test(check, one_long_chain_in_linear_time, .timeout = 60)
+{
+	enum { N = 200000, PAIRS = 23 };
+	struct h_file *f = g_new0(struct h_file, N);
+	char (*names)[9] = g_malloc(sizeof *names * N);
+	GByteArray *a;
+	struct res_table t;
+	struct h_reports r;
+	int64_t h;
+
+	/* four letter pairs that each sum to 'b' + 'y': every sum is equal */
+	for (uint32_t k = 0; k < N; k++) {
+		uint32_t c = k;
+
+		for (int j = 0; j < 4; j++, c /= PAIRS) {
+			names[k][2 * j] = (char)('b' + c % PAIRS);
+			names[k][2 * j + 1] = (char)('y' - c % PAIRS);
+		}
+		names[k][8] = '\0';
+	}
+	h = res_hash(names[0], 8, N);
+	/* the chain runs from slot h through every other slot upwards */
+	for (uint32_t k = 0, slot = (uint32_t)h; k < N; k++) {
+		uint32_t next = k + 1 == N ? 0 : k + 1 <= (uint32_t)h ? k : k + 1;
+
+		f[slot].name = names[k];
+		f[slot].data = "";
+		f[slot].next = k + 1 == N ? -1 : (int32_t)next;
+		slot = next;
+	}
+	a = h_archive(f, N);
+	parse_ok(a, &t);
+	cr_assert_eq(check_count(&t, a->len, &r), 0, "%s", r.msgs->len ? (char *)r.msgs->pdata[0] : "");
+	h_reports_free(&r);
+	res_table_free(&t);
+	g_byte_array_unref(a);
+	g_free(names);
+	g_free(f);
+}
+
 Test(check, negative_hash_entry)
 {
 	static const struct h_file f[] = { { NEGATIVE, H_STR("x"), -1, 0 } };
