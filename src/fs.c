@@ -171,7 +171,16 @@ static void invalidate_changed(struct fs *fs, GArray *before)
 	}
 }
 
-void fs_reload(struct fs *fs, struct inode *in)
+static void move_inode(struct fs *fs, const struct fs_move *m)
+{
+	struct tree_node *pn = inode_node(fs->inodes, m->to_parent), *n;
+	int err = 0;
+
+	n = pn && tree_is_dir(pn) ? tree_lookup(fs->tree, pn, m->name, &err) : NULL;
+	inodes_move(fs->inodes, m->in, m->to_parent, n ? n->name : m->name);
+}
+
+void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move)
 {
 	GArray *before = g_array_new(FALSE, FALSE, sizeof(struct before));
 	struct tree_node *unit;
@@ -195,6 +204,8 @@ void fs_reload(struct fs *fs, struct inode *in)
 			node_identity(n, &b->id);
 	}
 	tree_reload(fs->tree, unit);
+	if (move && move->in)
+		move_inode(fs, move);
 	notify_inode(fs, top, 1);
 	invalidate_changed(fs, before);
 	tree_write_unlock(fs->tree);
@@ -221,7 +232,7 @@ void fs_refresh(struct fs *fs, struct inode *in)
 
 		log_msg(LOG_INFO, "%s: changed on disk; reading it again", what);
 		g_free(what);
-		fs_reload(fs, in);
+		fs_reload(fs, in, NULL);
 	}
 }
 

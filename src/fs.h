@@ -79,11 +79,20 @@ fuse_ino_t fs_ino(struct fs *fs, struct inode *in);
 /* Fills e for inode in at node n (read lock held). */
 void fs_fill_entry(struct fs *fs, struct inode *in, struct tree_node *n, struct fuse_entry_param *e);
 
+/* A rename done by a save: the inode moves to name in to_parent in the
+ * same instant the tree shows the new state, so that no one sees the new
+ * contents under the old inode. */
+struct fs_move {
+	struct inode *in;
+	struct inode *to_parent;
+	const char *name;
+};
+
 /* After a unit changed on disk (a save, another program): reloads it and
  * tells the kernel what went stale.  in is an inode of the unit (its own
- * inode is best: a save may make the others vanish).  Takes the write
- * lock itself. */
-void fs_reload(struct fs *fs, struct inode *in);
+ * inode is best: a save may make the others vanish); move, when not NULL,
+ * is carried out with it.  Takes the write lock itself. */
+void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move);
 
 /* Checks whether the unit of in's node changed on disk; reloads if so. */
 void fs_refresh(struct fs *fs, struct inode *in);

@@ -174,7 +174,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		rc = -(err.code ? err.code : EIO);
 		wb_plan_free(plan);
 	} else {
-		rc = fs_run_plan(fs, plan, unit, &err); /* unlocks */
+		rc = fs_run_plan(fs, plan, unit, NULL, &err); /* unlocks */
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s: cannot create: %s", name, err.msg);
 		tree_read_lock(fs->tree);
@@ -185,7 +185,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	if (fd >= 0)
-		fs_reload(fs, pin);
+		fs_reload(fs, pin, NULL);
 	reply_new(req, fs, pin, name, fi, fd);
 }
 
@@ -216,7 +216,7 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_reload(fs, pin);
+	fs_reload(fs, pin, NULL);
 	reply_new(req, fs, pin, name, NULL, -1);
 }
 
@@ -248,13 +248,13 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 		g_free(path);
 		tree_read_unlock(fs->tree);
 		if (rc == 0)
-			fs_reload(fs, pin);
+			fs_reload(fs, pin, NULL);
 	} else if (!(plan = wb_delete(fs->tree, n, &err)) || !unit) {
 		tree_read_unlock(fs->tree);
 		wb_plan_free(plan);
 		rc = -(err.code ? err.code : EIO);
 	} else {
-		rc = fs_run_plan(fs, plan, unit, &err);
+		rc = fs_run_plan(fs, plan, unit, NULL, &err);
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s: cannot delete: %s", name, err.msg);
 	}
@@ -410,7 +410,7 @@ static GBytes *read_text(struct fs *fs, struct tree_node *n)
 static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, const char *newname)
 {
 	struct edit *e = fs_edit_get(fs, in);
-	int scratch = fs_is_scratch_name(newname), rc = 0, e2 = 0;
+	int scratch = fs_is_scratch_name(newname), rc = 0;
 	struct res_error err = { 0 };
 	struct edit_snapshot s;
 	struct identity id;
@@ -427,27 +427,29 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	if (rc == 0 && !scratch) {
 		struct wb_plan *plan = wb_create(fs->tree, npn, newname, s.data, s.len, (uint32_t)s.mtime, &err);
 		struct inode *unit = plan ? fs_unit_of(fs, npin) : NULL;
+		struct fs_move move = { in, npin, newname };
 
-		rc = plan && unit ? fs_run_plan(fs, plan, unit, &err) /* unlocks */ : -(err.code ? err.code : EIO);
+		rc = plan && unit ? fs_run_plan(fs, plan, unit, &move, &err) /* unlocks */
+				  : -(err.code ? err.code : EIO);
 		if (!unit)
 			wb_plan_free(plan);
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s: not saved: %s", newname, err.msg);
 		tree_read_lock(fs->tree);
-	}
-	tree_read_unlock(fs->tree);
-	if (rc == 0) {
-		tree_write_lock(fs->tree);
-		npn = inode_node(fs->inodes, npin);
-		n = npn && !scratch ? tree_lookup(fs->tree, npn, newname, &e2) : NULL;
-		inodes_move(fs->inodes, in, npin, n ? n->name : newname);
-		in->scratch = scratch;
+		n = rc == 0 ? inode_node(fs->inodes, in) : NULL;
 		if (n && n->kind == NODE_VIEW)
 			node_identity(n, &id); /* the text shows as written */
-		if (!scratch)
+		if (rc == 0)
 			edit_saved(e, &s, n && n->kind == NODE_VIEW ? &id : NULL);
+	} else if (rc == 0) {
+		tree_read_unlock(fs->tree);
+		tree_write_lock(fs->tree); /* one temporary renamed to another */
+		inodes_move(fs->inodes, in, npin, newname);
+		in->scratch = 1;
 		tree_write_unlock(fs->tree);
+		tree_read_lock(fs->tree);
 	}
+	tree_read_unlock(fs->tree);
 	edit_snapshot_end(e, &s);
 	fs_edit_drop_idle(fs, in, e);
 	edit_unref(e);
@@ -462,6 +464,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct tree_node *pn, *npn, *n, *target;
 	struct res_error err = { 0 };
 	struct wb_plan *plan = NULL;
+	struct fs_move move;
 	GBytes *text = NULL;
 	int rc = 0, e = 0, real = 0;
 
@@ -483,6 +486,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		return;
 	}
 	rc = save_pending(fs, in);
+	move = (struct fs_move){ in, npin, newname };
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	npn = inode_node(fs->inodes, npin);
@@ -503,28 +507,20 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	if (real) {
 		rc = rename_real(fs, n, npn, newname);
 		tree_read_unlock(fs->tree);
-		if (rc == 0) {
-			fs_reload(fs, pin);
-			if (npin != pin)
-				fs_reload(fs, npin);
-		}
+		if (rc == 0 && npin != pin)
+			fs_reload(fs, pin, NULL);
+		if (rc == 0)
+			fs_reload(fs, npin, &move);
 	} else if (rc == 0) {
-		rc = fs_run_plan(fs, plan, unit, &err); /* unlocks */
+		rc = fs_run_plan(fs, plan, unit, &move, &err); /* unlocks */
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s -> %s: not renamed: %s", name, newname, err.msg);
 	} else {
 		wb_plan_free(plan);
 		tree_read_unlock(fs->tree);
 	}
-	if (rc == 0 && in) {
-		tree_write_lock(fs->tree);
-		npn = inode_node(fs->inodes, npin);
-		target = npn ? tree_lookup(fs->tree, npn, newname, &e) : NULL;
-		inodes_move(fs->inodes, in, npin, target ? target->name : newname);
-		tree_write_unlock(fs->tree);
-		if (text)
-			keep_text(fs, in, text);
-	}
+	if (rc == 0 && in && text)
+		keep_text(fs, in, text);
 	if (text)
 		g_bytes_unref(text);
 	fuse_reply_err(req, -rc);

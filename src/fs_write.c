@@ -180,7 +180,8 @@ struct inode *fs_unit_of(struct fs *fs, struct inode *in)
 	return NULL;
 }
 
-int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, struct res_error *err)
+int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
+		struct res_error *err)
 {
 	int rc;
 
@@ -190,7 +191,7 @@ int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, struct 
 	rc = wb_run(plan, &fs->commit, err);
 	wb_plan_free(plan);
 	if (rc == 0)
-		fs_reload(fs, unit);
+		fs_reload(fs, unit, move);
 	__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
 	inode_unref(fs->inodes, unit);
 	return rc < 0 ? -err->code : 0;
@@ -254,7 +255,7 @@ int fs_save(struct fs *fs, struct inode *in, struct edit *e)
 			snprintf(err.msg, sizeof err.msg, "%s", strerror(err.code = EIO));
 		rc = -err.code;
 	} else {
-		rc = fs_run_plan(fs, plan, unit, &err);
+		rc = fs_run_plan(fs, plan, unit, NULL, &err);
 	}
 	if (rc < 0)
 		report_failure(fs, in, e, &s, &err, is_view);
@@ -526,7 +527,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 	}
 	if (rc == 0 && n && n->kind == NODE_PLAIN) {
 		tree_read_unlock(fs->tree);
-		fs_reload(fs, in); /* its size and views changed */
+		fs_reload(fs, in, NULL); /* its size and views changed */
 		tree_read_lock(fs->tree);
 		n = inode_node(fs->inodes, in);
 	}

@@ -27,8 +27,10 @@ int fs_save(struct fs *fs, struct inode *in, struct edit *e);
 struct inode *fs_unit_of(struct fs *fs, struct inode *in);
 
 /* Runs a plan made under the read lock, which it releases, then reloads
- * the unit.  Returns 0 or a negative errno; err has the reason. */
-int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, struct res_error *err);
+ * the unit (with move, when not NULL).  Returns 0 or a negative errno; err
+ * has the reason. */
+int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
+		struct res_error *err);
 
 /* 0 when the mount may change n, else -EROFS or -EACCES.  Read lock. */
 int fs_may_change(struct fs *fs, struct tree_node *n);
