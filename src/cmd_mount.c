@@ -12,6 +12,7 @@
 #include <glib.h>
 
 #include "cli.h"
+#include "crash.h"
 #include "fs.h"
 #include "log.h"
 
@@ -245,6 +246,7 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	}
 	if (!m.foreground)
 		log_to_syslog();
+	crash_report_install();
 	/* threads only now: fuse_daemonize forks */
 	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);

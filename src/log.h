@@ -6,6 +6,7 @@
 #include <syslog.h>
 
 void log_to_syslog(void);
+int log_to_syslog_active(void);
 void log_set_debug(int on);
 int log_debugging(void);
 void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

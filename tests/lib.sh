@@ -22,6 +22,17 @@ daemon_pids() { # the eifs daemons serving mount point $1
 	pgrep -f -- "eifs.* $1( |\$)" || true
 }
 
+# no_daemon MNT: true once no daemon serves MNT.  A daemon leaves a moment
+# after its unmount returns (the kernel tells it, then it cleans up), longer
+# on a loaded machine: give it up to 10 s.
+no_daemon() {
+	for _ in $(seq 100); do
+		[ -z "$(daemon_pids "$1")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Unmounts everything this test mounted and kills what is left, however the
 # test ends: no daemon may outlive a test.
 cleanup() {
@@ -35,6 +46,15 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 mounted() { grep -q " $1 fuse" /proc/mounts; }
+
+# daemon_gone PID LOG: true when the daemon PID died on its own; then prints
+# what it logged last but libfuse's request chatter (a crash's reason).
+daemon_gone() {
+	kill -0 "$1" 2>/dev/null && return 1
+	echo "the daemon $1 died; its last lines:"
+	grep -v -E '^(unique: |   |INIT: |flags=|max_|FUSE library|time_gran|congestion|max_background)' "$2" | tail -n 30 | sed 's/^/    /'
+	return 0
+}
 
 # do_mount SRC MNT [ARGS...]: mounts with eifs and remembers MNT for cleanup.
 do_mount() {

@@ -103,5 +103,5 @@ for f in past_end next_cycle self deep names; do
 	check "$f.res alone: mounts" [ $rc -eq 0 ] && mounted "$M" && ls "$M" > /dev/null
 	fusermount3 -u "$M" 2>/dev/null
 done
-check "no daemon left" [ -z "$(daemon_pids "$M")" ]
+check "no daemon left" no_daemon "$M"
 finish

@@ -67,8 +67,7 @@ check "umount with an open file fails (busy)" [ $rc -ne 0 ] && mounted "$M" && g
 "$E" umount -z "$M"; rc=$?
 check "umount -z detaches while busy" [ $rc -eq 0 ] && ! mounted "$M"
 exec 3<&-
-sleep 0.3
-check "the daemon exits after the last file closes" [ -z "$(daemon_pids "$M")" ]
+check "the daemon exits after the last file closes" no_daemon "$M"
 
 # inode numbers are stable across remounts, and the same in a read-write mount
 do_mount "$DEMO" "$M"
@@ -104,7 +103,7 @@ check "not an archive: exit 66 naming the offset" [ $rc -eq 66 ] && grep -q 'off
 printf '\074\342\234\001\377\377\377\000\020\000\000\000\000\000\000\000' > "$WORK/huge.res"
 "$E" mount "$WORK/huge.res" "$M" 2>"$WORK/e3"; rc=$?
 check "16 million declared entries in 16 bytes: refused" [ $rc -eq 66 ] && grep -q 'past the archive end' "$WORK/e3"
-check "no daemon left after failed mounts" [ -z "$(daemon_pids "$M")" ]
+check "no daemon left after failed mounts" no_daemon "$M"
 
 # ---- names that must not escape or break paths ------------------------------------
 rawres "$WORK/names.res" '..' 'dotdot' '.' 'dot' 'a/b' 'slash' '' 'empty' 'x\000y' 'nul' \

@@ -52,6 +52,7 @@ for i in 1 2 3 4 5 6 7 8; do cat "$M/textures.res/logo_nival.png" > "$WORK/par$i
 for p in $pids; do wait "$p"; done
 check "8 parallel readers of one view: one conversion" [ "$(grep -c 'logo_nival.png: PNG view made' "$WORK/debug.log")" -eq 1 ]
 check "and they all read the same bytes" sh -c "for i in 2 3 4 5 6 7 8; do cmp -s '$WORK/par1' '$WORK/par'\$i || exit 1; done"
+check "the daemon is still up" not daemon_gone $fg "$WORK/debug.log"
 kill -TERM $fg; wait $fg
 
 # the byte bound of the cache holds: with 1 KiB, views are made again
@@ -65,6 +66,7 @@ cat "$M"/textures.res/*.png > /dev/null
 cat "$M/textures.res/logo_nival.png" > "$WORK/again"
 check "a 1 KiB cache drops views and makes them again" [ "$(grep -c 'logo_nival.png: PNG view made' "$WORK/debug.log")" -ge 2 ]
 check "a view made again is the same" cmp -s "$WORK/par1" "$WORK/again"
+check "the daemon with a 1 KiB cache is still up" not daemon_gone $fg "$WORK/debug.log"
 kill -TERM $fg; wait $fg
 
 # a real entry wins over a view of the same name; a texture that does not

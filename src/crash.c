@@ -1,0 +1,61 @@
+#define _GNU_SOURCE
+#include "crash.h"
+
+#include <execinfo.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+
+static void put(const char *s)
+{
+	ssize_t rc = write(STDERR_FILENO, s, strlen(s));
+
+	(void)rc;
+}
+
+/* Only async-signal-safe calls, but for the syslog line: the process is
+ * going anyway, and a lost line is the worst that can happen. */
+static void on_fatal(int sig)
+{
+	void *frames[48];
+	int n = backtrace(frames, 48);
+	const char *name = sigabbrev_np(sig);
+
+	put("eifs: fatal signal SIG");
+	put(name ? name : "?");
+	put("; the mount is gone.  Backtrace (addr2line -e eifs OFFSET):\n");
+	backtrace_symbols_fd(frames, n, STDERR_FILENO);
+	if (log_to_syslog_active())
+		syslog(LOG_CRIT, "fatal signal SIG%s; the mount is gone", name ? name : "?");
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void crash_report_install(void)
+{
+#ifndef UNDER_SANITIZER
+	struct sigaction sa;
+	void *warm[1];
+
+	/* backtrace() loads libgcc on first use: not inside a handler */
+	backtrace(warm, 1);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_fatal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESETHAND;
+	for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
+		sigaction(fatal_signals[i], &sa, NULL);
+#endif
+}
