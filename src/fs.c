@@ -668,10 +668,14 @@ static void read_file(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t
 static void read_gone(fuse_req_t req, const struct handle *h, size_t size, off_t off)
 {
 	if (h && h->bytes) {
+		/* the kernel may send the release as soon as the reply is in,
+		 * before fuse_reply_buf has returned: hold the bytes till then */
+		GBytes *bytes = g_bytes_ref(h->bytes);
 		gsize len;
-		const char *data = g_bytes_get_data(h->bytes, &len);
+		const char *data = g_bytes_get_data(bytes, &len);
 
 		reply_bytes(req, data, len, size, off);
+		g_bytes_unref(bytes);
 		return;
 	}
 	if (!h || !h->src) {
