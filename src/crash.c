@@ -16,6 +16,7 @@
 #endif
 #endif
 
+#ifndef UNDER_SANITIZER
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
 
 static void put(const char *s)
@@ -45,7 +46,6 @@ static void on_fatal(int sig)
 
 void crash_report_install(void)
 {
-#ifndef UNDER_SANITIZER
 	struct sigaction sa;
 	void *warm[1];
 
@@ -57,5 +57,9 @@ void crash_report_install(void)
 	sa.sa_flags = SA_RESETHAND;
 	for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
 		sigaction(fatal_signals[i], &sa, NULL);
-#endif
 }
+#else
+void crash_report_install(void)
+{
+}
+#endif
