@@ -215,6 +215,10 @@ void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct iden
 	if (sticky_source && e->version == s->version) {
 		e->sticky = 1;
 		e->sticky_source = *sticky_source;
+		/* the time its source has: a save that changed no byte of it
+		 * left it older than the writes, and the file must not show
+		 * one time while the text stays and another once it goes */
+		e->mtime = sticky_source->mtime;
 	}
 	pthread_mutex_unlock(&e->lock);
 }

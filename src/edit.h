@@ -68,7 +68,7 @@ struct edit_snapshot {
 };
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s);
 /* The snapshot's version is saved; sticky_source, when not NULL, makes the
- * text stay shown while the source has this identity. */
+ * text stay shown while the source has this identity, with its mtime. */
 void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct identity *sticky_source);
 /* Its save failed: err (an errno) and msg (taken) are kept for status. */
 void edit_failed(struct edit *e, const struct edit_snapshot *s, int err, char *msg);

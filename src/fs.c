@@ -40,6 +40,8 @@ void node_identity(const struct tree_node *n, struct identity *id)
 
 /* ---- notifications ----------------------------------------------------- */
 
+enum { NOTIFY_WAIT_MS = 1000 };
+
 /* Kernel notices go out from a thread of their own: a request in progress
  * may hold kernel locks an invalidation would wait for. */
 struct notice {
@@ -92,10 +94,12 @@ void notify_entry(struct fs *fs, struct inode *parent, const char *name)
 
 void notify_wait(struct fs *fs)
 {
-	/* bounded: a kernel that holds a lock this very request keeps would
-	 * otherwise never let the notice through */
-	if (fs->notifier)
-		worker_wait(fs->notifier, 1000);
+	/* Bounded: a kernel that holds a lock this very request keeps would
+	 * otherwise never let the notice through.  A notice that comes later
+	 * than close lets a reader see old attributes for a moment: say so. */
+	if (fs->notifier && worker_wait(fs->notifier, NOTIFY_WAIT_MS) < 0)
+		log_msg(LOG_WARNING, "kernel cache notices still pending after %d ms; "
+			"a reader may see old attributes for a moment", NOTIFY_WAIT_MS);
 }
 
 void fs_init_state(struct fs *fs)
@@ -160,7 +164,12 @@ static void invalidate_changed(struct fs *fs, GArray *before)
 		if (b->in->scratch)
 			continue; /* in memory: no reload changes it */
 		if (!n) {
-			if (b->had_node && b->in->parent)
+			/* unlinked or renamed over through the mount: the kernel
+			 * moved its names itself, and the name may stand for the
+			 * file that took its place by now (a notice would drop
+			 * that one's dentry, and with its inode a saved view's
+			 * text) */
+			if (b->had_node && b->in->parent && !__atomic_load_n(&b->in->unlinked, __ATOMIC_ACQUIRE))
 				notify_entry(fs, b->in->parent, b->in->name);
 			notify_inode(fs, b->in, 1);
 			continue;
@@ -178,6 +187,13 @@ static void move_inode(struct fs *fs, const struct fs_move *m)
 
 	n = pn && tree_is_dir(pn) ? tree_lookup(fs->tree, pn, m->name, &err) : NULL;
 	inodes_move(fs->inodes, m->in, m->to_parent, n ? n->name : m->name);
+}
+
+void fs_move(struct fs *fs, const struct fs_move *move)
+{
+	tree_write_lock(fs->tree);
+	move_inode(fs, move);
+	tree_write_unlock(fs->tree);
 }
 
 void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move)

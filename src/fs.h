@@ -93,6 +93,8 @@ struct fs_move {
  * inode is best: a save may make the others vanish); move, when not NULL,
  * is carried out with it.  Takes the write lock itself. */
 void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move);
+/* The move alone, when the save it came with wrote nothing. */
+void fs_move(struct fs *fs, const struct fs_move *move);
 
 /* Checks whether the unit of in's node changed on disk; reloads if so. */
 void fs_refresh(struct fs *fs, struct inode *in);

@@ -192,6 +192,8 @@ int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const s
 	wb_plan_free(plan);
 	if (rc == 0)
 		fs_reload(fs, unit, move);
+	else if (rc == 1 && move && move->in)
+		fs_move(fs, move); /* nothing to write, but the name moved all the same */
 	__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
 	inode_unref(fs->inodes, unit);
 	return rc < 0 ? -err->code : 0;

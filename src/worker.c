@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "worker.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -69,10 +70,11 @@ void worker_push(struct worker *w, void *item)
 	pthread_mutex_unlock(&w->lock);
 }
 
-void worker_wait(struct worker *w, unsigned timeout_ms)
+int worker_wait(struct worker *w, unsigned timeout_ms)
 {
 	struct timespec until;
 	uint64_t want;
+	int done;
 
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += timeout_ms / 1000;
@@ -85,7 +87,9 @@ void worker_wait(struct worker *w, unsigned timeout_ms)
 	want = w->pushed;
 	while (w->finished < want && pthread_cond_timedwait(&w->done, &w->lock, &until) == 0)
 		;
+	done = w->finished >= want;
 	pthread_mutex_unlock(&w->lock);
+	return done ? 0 : -ETIMEDOUT;
 }
 
 void worker_free(struct worker *w)

@@ -13,8 +13,9 @@ struct worker *worker_new(const char *name, void (*fn)(void *item, void *ctx), v
 
 void worker_push(struct worker *w, void *item);
 
-/* Waits until every item pushed so far is done, or timeout_ms passed. */
-void worker_wait(struct worker *w, unsigned timeout_ms);
+/* Waits until every item pushed so far is done (0), or timeout_ms passed
+ * (-ETIMEDOUT). */
+int worker_wait(struct worker *w, unsigned timeout_ms);
 
 /* Does what is queued, then stops the thread and frees w. */
 void worker_free(struct worker *w);

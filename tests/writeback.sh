@@ -108,8 +108,13 @@ check "the archive checks clean" clean quests.res
 sum=$(md5sum < "$G/quests.res")
 cat "$M/$Q/quest.ini" > "$WORK/q.ini"
 cat "$WORK/q.ini" > "$M/$Q/quest.ini"
+before=$(stat -c '%i %Y %s' "$M/$Q/quest.ini")
 sed -i 's/nothing-matches-this//' "$M/$Q/quest.ini"
 check "saves that leave the REG bytes as they were write nothing" [ "$(md5sum < "$G/quests.res")" = "$sum" ]
+# editors compare these before they write again ("changed since reading")
+check "... and leave the view's inode number, time and size" [ "$(stat -c '%i %Y %s' "$M/$Q/quest.ini")" = "$before" ]
+[ -w /proc/sys/vm/drop_caches ] && echo 2 > /proc/sys/vm/drop_caches
+check "... also once the kernel forgot the inode" [ "$(stat -c '%i %Y %s' "$M/$Q/quest.ini")" = "$before" ]
 
 sed 's/^money=.*/money=999/' "$WORK/q.ini" > "$WORK/q2.ini"
 vim -es -N -u NONE -c '%s/^money=.*/money=999/' -c 'wq' "$M/$Q/quest.ini"
