@@ -451,16 +451,32 @@ struct archive_table {
 	uint32_t refs;        /* the directory being built + those not loaded yet */
 };
 
+struct member {
+	uint32_t entry;
+	uint32_t at;          /* where in the name block the next component starts */
+};
+
+/* Members collected for a directory: one append per entry of a large
+ * archive, so a plain growing array rather than a GArray call each. */
+struct members {
+	struct member *v;
+	uint32_t len, cap;
+};
+
+static void members_push(struct members *m, uint32_t entry, uint32_t at)
+{
+	if (m->len == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 8;
+		m->v = g_renew(struct member, m->v, m->cap);
+	}
+	m->v[m->len++] = (struct member){ entry, at };
+}
+
 /* A backslash directory waiting for its first use. */
 struct pending_dir {
 	struct archive_table *at;
 	struct tree_node *archive;
-	GArray *members;      /* struct member: entries below this directory */
-};
-
-struct member {
-	uint32_t entry;
-	uint32_t at;          /* where in the name block the next component starts */
+	struct members members; /* entries below this directory */
 };
 
 static void archive_table_unref(struct archive_table *at)
@@ -632,7 +648,6 @@ static struct pending_dir *new_vdir(struct tree_node *c, struct archive_table *a
 	c->depth = archive->depth;
 	p->at = at;
 	p->archive = archive;
-	p->members = g_array_new(FALSE, FALSE, sizeof(struct member));
 	c->pending = p;
 	at->refs++;
 	return p;
@@ -647,7 +662,9 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 	struct tree_dir *d = dir_new(t, n < 256 ? n : 256);
 	GHashTable *renamed = NULL; /* lowered component -> pending_dir of a renamed directory */
 	GString *scratch = g_string_new(NULL);
-	GString *last = g_string_new(NULL); /* the last folder component met ... */
+	GString *last_copy = g_string_new(NULL);
+	const char *last = NULL;            /* the last folder component met ... */
+	size_t last_len = 0;
 	struct pending_dir *last_p = NULL;  /* ... and where its members go */
 	char *what = tree_path(dir);
 
@@ -667,8 +684,8 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			continue;
 		}
 		/* names come sorted: members of one folder mostly follow each other */
-		if (last_p && len == last->len && memcmp(comp, last->str, len) == 0) {
-			g_array_append_val(last_p->members, ((struct member){ m[k].entry, next_at }));
+		if (last_p && len == last_len && memcmp(comp, last, len) == 0) {
+			members_push(&last_p->members, m[k].entry, next_at);
 			continue;
 		}
 		c = dir_find_len(d, comp, len, name_hash_len(comp, len));
@@ -692,15 +709,20 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			c = add_child(t, d, dir, comp, len, m[k].entry, what);
 			p = new_vdir(c, at, archive);
 		}
-		g_array_append_val(p->members, ((struct member){ m[k].entry, next_at }));
-		g_string_truncate(last, 0);
-		g_string_append_len(last, comp, (gssize)len);
+		members_push(&p->members, m[k].entry, next_at);
+		if (comp == scratch->str) { /* rewritten: scratch changes with the next one */
+			g_string_truncate(last_copy, 0);
+			g_string_append_len(last_copy, comp, (gssize)len);
+			comp = last_copy->str;
+		}
+		last = comp; /* else it lies in the name block, which stays */
+		last_len = len;
 		last_p = p;
 	}
 	if (renamed)
 		g_hash_table_destroy(renamed);
 	g_string_free(scratch, TRUE);
-	g_string_free(last, TRUE);
+	g_string_free(last_copy, TRUE);
 	add_views(t, d, dir);
 	dir_finish(t, d);
 	g_free(what);
@@ -709,7 +731,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 
 static void pending_dir_free(struct pending_dir *p)
 {
-	g_array_unref(p->members);
+	g_free(p->members.v);
 	archive_table_unref(p->at);
 	g_free(p);
 }
@@ -718,8 +740,7 @@ static int load_vdir(struct tree *t, struct tree_node *v, struct tree_dir **out)
 {
 	struct pending_dir *p = v->pending;
 
-	*out = build_dir(t, p->at, p->archive, v, (const struct member *)(void *)p->members->data,
-			 p->members->len);
+	*out = build_dir(t, p->at, p->archive, v, p->members.v, p->members.len);
 	v->pending = NULL;
 	pending_dir_free(p);
 	return 0;
@@ -730,7 +751,8 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 	struct res_window w = { a->src->fd, a->offset, a->size };
 	struct res_error err = { 0 };
 	struct archive_table *at = g_new0(struct archive_table, 1);
-	GArray *members;
+	struct member *members;
+	uint32_t n = 0;
 	char *what = tree_path(a);
 
 	if (a->table) {
@@ -744,7 +766,7 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 		return -(err.code == ENOMEM ? ENOMEM : EIO);
 	}
 	at->refs = 1; /* held while the top directory is built */
-	members = g_array_sized_new(FALSE, FALSE, sizeof(struct member), at->tab.hdr.count);
+	members = g_new(struct member, at->tab.hdr.count ? at->tab.hdr.count : 1);
 	for (uint32_t i = 0; i < at->tab.hdr.count; i++) {
 		const struct res_entry *e = &at->tab.entries[i];
 
@@ -752,10 +774,10 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 			log_msg(LOG_WARNING, "%s: entry %u: name at %u+%u is outside the name block; skipped",
 				what, i, e->name_off, e->name_len);
 		else
-			g_array_append_val(members, ((struct member){ i, e->name_off }));
+			members[n++] = (struct member){ i, e->name_off };
 	}
-	*out = build_dir(t, at, a, a, (const struct member *)(void *)members->data, members->len);
-	g_array_unref(members);
+	*out = build_dir(t, at, a, a, members, n);
+	g_free(members);
 	archive_table_unref(at);
 	g_free(what);
 	return 0;
