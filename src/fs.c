@@ -180,27 +180,56 @@ static void invalidate_changed(struct fs *fs, GArray *before)
 	}
 }
 
-static void move_inode(struct fs *fs, const struct fs_move *m)
+/* Carries out m (write lock); returns the inode that lost its name, with
+ * a reference, for done_moving. */
+static struct inode *move_inode(struct fs *fs, const struct fs_move *m)
 {
 	struct tree_node *pn = inode_node(fs->inodes, m->to_parent), *n;
+	struct inode *gone;
 	int err = 0;
 
-	n = pn && tree_is_dir(pn) ? tree_lookup(fs->tree, pn, m->name, &err) : NULL;
-	inodes_move(fs->inodes, m->in, m->to_parent, n ? n->name : m->name);
+	n = pn && tree_is_dir(pn) && !m->unlink ? tree_lookup(fs->tree, pn, m->name, &err) : NULL;
+	gone = inodes_find(fs->inodes, m->to_parent, n ? n->name : m->name);
+	if (gone == m->in)
+		gone = NULL;
+	if (gone)
+		inode_ref(fs->inodes, gone);
+	if (m->unlink) {
+		inodes_unlink(fs->inodes, m->to_parent, m->name);
+	} else {
+		inodes_move(fs->inodes, m->in, m->to_parent, n ? n->name : m->name);
+		/* it is another file now (a temporary became the view it
+		 * saved, or it came from another unit): the kernel's
+		 * attributes of it are what it was */
+		notify_inode(fs, m->in, 1);
+	}
+	return gone;
+}
+
+/* After the write lock: what lost its name no longer needs its edit. */
+static void done_moving(struct fs *fs, struct inode *gone)
+{
+	if (gone) {
+		fs_edit_pin(fs, gone);
+		inode_unref(fs->inodes, gone);
+	}
 }
 
 void fs_move(struct fs *fs, const struct fs_move *move)
 {
+	struct inode *gone;
+
 	tree_write_lock(fs->tree);
-	move_inode(fs, move);
+	gone = move_inode(fs, move);
 	tree_write_unlock(fs->tree);
+	done_moving(fs, gone);
 }
 
 void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move)
 {
 	GArray *before = g_array_new(FALSE, FALSE, sizeof(struct before));
+	struct inode *top, *gone = NULL;
 	struct tree_node *unit;
-	struct inode *top;
 
 	tree_write_lock(fs->tree);
 	top = unit_inode(fs, in, &unit);
@@ -220,11 +249,12 @@ void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move)
 			node_identity(n, &b->id);
 	}
 	tree_reload(fs->tree, unit);
-	if (move && move->in)
-		move_inode(fs, move);
+	if (move && (move->in || move->unlink))
+		gone = move_inode(fs, move);
 	notify_inode(fs, top, 1);
 	invalidate_changed(fs, before);
 	tree_write_unlock(fs->tree);
+	done_moving(fs, gone);
 	for (guint i = 0; i < before->len; i++)
 		inode_unref(fs->inodes, g_array_index(before, struct before, i).in);
 	g_array_unref(before);
@@ -268,6 +298,8 @@ static void stat_inode(struct fs *fs, struct inode *in, struct tree_node *n, str
 
 	settle_size(fs, n);
 	tree_stat(fs->tree, n, st);
+	if (n->kind == NODE_PLAIN)
+		tree_plain_stat(fs->tree, n, st); /* passed through: as it is now */
 	if (e) {
 		if (fs_edit_shows(fs, e, n))
 			edit_stat(e, st);
@@ -275,12 +307,20 @@ static void stat_inode(struct fs *fs, struct inode *in, struct tree_node *n, str
 	}
 }
 
+double fs_attr_timeout(const struct fs *fs, const struct tree_node *n)
+{
+	/* a loose file may be changed by anyone at any time, and only its
+	 * folder's listing says when: its attributes are asked for again
+	 * after a second */
+	return n && n->kind == NODE_PLAIN && fs->timeout > 1.0 ? 1.0 : fs->timeout;
+}
+
 void fs_fill_entry(struct fs *fs, struct inode *in, struct tree_node *n, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof *e);
 	e->ino = fs_ino(fs, in);
 	e->generation = 1;
-	e->attr_timeout = fs->timeout;
+	e->attr_timeout = fs_attr_timeout(fs, n);
 	e->entry_timeout = fs->timeout;
 	stat_inode(fs, in, n, &e->attr);
 }
@@ -401,6 +441,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct tree_node *n;
 	struct stat st;
 	struct edit *e;
+	double timeout;
 
 	if (in == &status_inode) {
 		status_stat(fs, &st);
@@ -423,16 +464,17 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		n = replacement(fs, in); /* stat(2) of a name renamed over just now */
 	if (n)
 		stat_inode(fs, in, n, &st);
+	timeout = fs_attr_timeout(fs, n);
 	tree_read_unlock(fs->tree);
 	if (n) {
-		fuse_reply_attr(req, &st, fs->timeout);
+		fuse_reply_attr(req, &st, timeout);
 		return;
 	}
 	/* gone (deleted, renamed over) but maybe still open */
-	e = fs_edit_get(fs, in);
+	e = fs_handle_edit(fs, in, h);
 	if (e) {
 		fs_scratch_stat(fs, in, e, &st);
-		st.st_nlink = in->scratch;
+		st.st_nlink = in->scratch && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE);
 		edit_unref(e);
 		fuse_reply_attr(req, &st, 0);
 		return;
@@ -460,6 +502,10 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->fh = (uint64_t)(uintptr_t)h;
 		fi->direct_io = 1;
 		fuse_reply_open(req, fi);
+		return;
+	}
+	if (__atomic_load_n(&in->scratch, __ATOMIC_ACQUIRE)) {
+		fs_open_scratch(req, fs, in, fi);
 		return;
 	}
 	fs_refresh(fs, in);
@@ -510,9 +556,10 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		node_identity(n, &h->id);
 	}
 	inode_ref(fs->inodes, in);
+	/* a loose file may have changed since its pages were read */
+	fi->keep_cache = !in->replaced && n->kind != NODE_PLAIN;
 	tree_read_unlock(fs->tree);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->keep_cache = !in->replaced;
 	fi->noflush = 1; /* nothing to save: closing it needs no request */
 	fuse_reply_open(req, fi);
 }
@@ -525,8 +572,10 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (h) {
 		if (h->edit)
 			fs_release_edit(fs, h);
-		if (h->fd >= 0)
+		if (h->fd >= 0) {
+			fs_loose_written(fs, h); /* written after its last flush */
 			close(h->fd);
+		}
 		tree_source_unref(h->src);
 		if (h->bytes)
 			g_bytes_unref(h->bytes);
@@ -740,7 +789,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
-	e = fs_edit_get(fs, in);
+	e = fs_handle_edit(fs, in, h);
 	if (e && (!n || fs_edit_shows(fs, e, n)))
 		reply_fd(req, edit_fd(e), (uint64_t)off, size);
 	else if (!n || __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE))

@@ -78,6 +78,8 @@ fuse_ino_t fs_ino(struct fs *fs, struct inode *in);
 
 /* Fills e for inode in at node n (read lock held). */
 void fs_fill_entry(struct fs *fs, struct inode *in, struct tree_node *n, struct fuse_entry_param *e);
+/* How long the kernel may keep n's attributes. */
+double fs_attr_timeout(const struct fs *fs, const struct tree_node *n);
 
 /* A rename done by a save: the inode moves to name in to_parent in the
  * same instant the tree shows the new state, so that no one sees the new
@@ -86,6 +88,7 @@ struct fs_move {
 	struct inode *in;
 	struct inode *to_parent;
 	const char *name;
+	int unlink;       /* in is NULL: name in to_parent is gone (a delete) */
 };
 
 /* After a unit changed on disk (a save, another program): reloads it and
@@ -125,6 +128,15 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void fs_release_edit(struct fs *fs, struct handle *h);
+/* After in's edit changed state: whether it keeps in known (fs_write.c). */
+void fs_edit_pin(struct fs *fs, struct inode *in);
+/* in's edit, or the one h writes to when in has none (removed while
+ * open), with a reference; NULL if neither. */
+struct edit *fs_handle_edit(struct fs *fs, struct inode *in, const struct handle *h);
+/* An open of an editor's temporary (fs_names.c). */
+void fs_open_scratch(fuse_req_t req, struct fs *fs, struct inode *in, struct fuse_file_info *fi);
+/* After writes to a loose file through h: its folder read again. */
+void fs_loose_written(struct fs *fs, struct handle *h);
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi);
 void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi);
 void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);

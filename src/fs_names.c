@@ -76,6 +76,29 @@ static void create_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, con
 	fuse_reply_create(req, &ep, fi);
 }
 
+void fs_open_scratch(fuse_req_t req, struct fs *fs, struct inode *in, struct fuse_file_info *fi)
+{
+	struct edit *e = fs_edit_get(fs, in);
+	struct handle *h;
+
+	if (!e) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	h = fs_new_handle(fs, in);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		edit_add_writer(e); /* a temporary's edit is never dropped as idle */
+		if (fi->flags & O_TRUNC)
+			edit_truncate(e, 0);
+		h->edit = e; /* the handle's reference */
+	} else {
+		edit_unref(e); /* reads find it on the inode */
+	}
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
 void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct stat *st)
 {
 	struct stat root;
@@ -221,13 +244,31 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 }
 
 /* Drops a view's unsaved text (`rm x.ini` reverts it), or a temporary. */
+/* Nothing but views in it (an archive shown as a folder counts too). */
+static int is_empty(struct fs *fs, struct tree_node *n)
+{
+	const struct tree_dir *d;
+
+	if (tree_children(fs->tree, n, &d) < 0)
+		return 0;
+	for (uint32_t i = 0; i < d->count; i++)
+		if (d->child[i].kind != NODE_VIEW)
+			return 0;
+	return 1;
+}
+
 static void revert_view(struct fs *fs, struct inode *pin, const char *name)
 {
 	struct inode *in = inodes_find(fs->inodes, pin, name);
 
+	/* the name now stands for the view made from the source; the old
+	 * inode keeps its edit for whoever still has it open (its saves
+	 * find no file and write nothing) */
 	if (in) {
-		edit_unref(fs_edit_take(fs, in));
+		inode_ref(fs->inodes, in);
 		inodes_unlink(fs->inodes, pin, name);
+		fs_edit_pin(fs, in);
+		inode_unref(fs->inodes, in);
 	}
 }
 
@@ -244,22 +285,26 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 	if (is_folder(pn)) {
 		char *path = tree_real_path(fs->tree, n);
 
+		struct fs_move gone = { NULL, pin, name, 1 };
+
 		rc = (is_dir ? rmdir(path) : unlink(path)) < 0 ? -errno : 0;
 		g_free(path);
 		tree_read_unlock(fs->tree);
 		if (rc == 0)
-			fs_reload(fs, pin, NULL);
+			fs_reload(fs, pin, &gone);
 	} else if (!(plan = wb_delete(fs->tree, n, &err)) || !unit) {
 		tree_read_unlock(fs->tree);
 		wb_plan_free(plan);
 		rc = -(err.code ? err.code : EIO);
 	} else {
-		rc = fs_run_plan(fs, plan, unit, NULL, &err);
+		/* the name goes in the instant the reload shows it gone, before
+		 * the notices: none of them may stand for a file made anew */
+		struct fs_move gone = { NULL, pin, name, 1 };
+
+		rc = fs_run_plan(fs, plan, unit, &gone, &err);
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s: cannot delete: %s", name, err.msg);
 	}
-	if (rc == 0)
-		inodes_unlink(fs->inodes, pin, name);
 	g_free(name);
 	return rc;
 }
@@ -292,18 +337,6 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	tree_read_unlock(fs->tree);
 	fuse_reply_err(req, -rc);
-}
-
-static int is_empty(struct fs *fs, struct tree_node *n)
-{
-	const struct tree_dir *d;
-
-	if (tree_children(fs->tree, n, &d) < 0)
-		return 0;
-	for (uint32_t i = 0; i < d->count; i++)
-		if (d->child[i].kind != NODE_VIEW)
-			return 0;
-	return 1;
 }
 
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -394,13 +427,14 @@ static void keep_text(struct fs *fs, struct inode *in, GBytes *text)
 
 static GBytes *read_text(struct fs *fs, struct tree_node *n)
 {
+	uint64_t size = tree_file_size(fs->tree, n);
 	GByteArray *b;
 	ssize_t got;
 
-	if (n->size > VIEW_MAX_TEXT_SOURCE)
+	if (size > VIEW_MAX_TEXT_SOURCE)
 		return NULL;
-	b = g_byte_array_sized_new((guint)n->size);
-	g_byte_array_set_size(b, (guint)n->size);
+	b = g_byte_array_sized_new((guint)size);
+	g_byte_array_set_size(b, (guint)size);
 	got = tree_read(fs->tree, n, b->data, b->len, 0);
 	g_byte_array_set_size(b, got > 0 ? (guint)got : 0);
 	return g_byte_array_free_to_bytes(b);
@@ -427,7 +461,7 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	if (rc == 0 && !scratch) {
 		struct wb_plan *plan = wb_create(fs->tree, npn, newname, s.data, s.len, (uint32_t)s.mtime, &err);
 		struct inode *unit = plan ? fs_unit_of(fs, npin) : NULL;
-		struct fs_move move = { in, npin, newname };
+		struct fs_move move = { in, npin, newname, 0 };
 
 		rc = plan && unit ? fs_run_plan(fs, plan, unit, &move, &err) /* unlocks */
 				  : -(err.code ? err.code : EIO);
@@ -461,6 +495,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent), *npin = fs_inode(fs, newparent), *in, *unit = NULL;
+	struct inode *from_unit = NULL;
 	struct tree_node *pn, *npn, *n, *target;
 	struct res_error err = { 0 };
 	struct wb_plan *plan = NULL;
@@ -486,7 +521,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		return;
 	}
 	rc = save_pending(fs, in);
-	move = (struct fs_move){ in, npin, newname };
+	move = (struct fs_move){ in, npin, newname, 0 };
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	npn = inode_node(fs->inodes, npin);
@@ -498,10 +533,20 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		rc = -ENOENT;
 	else if ((flags & RENAME_NOREPLACE) && target)
 		rc = -EEXIST;
+	else if (target && target != n && tree_is_dir(n) && tree_is_dir(target) && !is_empty(fs, target))
+		rc = -ENOTEMPTY; /* as rename(2): a folder replaces only an empty one */
 	else if (in_folder(n) && is_folder(npn) && !(target && target->kind == NODE_VIEW))
 		real = 1;
 	else if (!(plan = wb_rename(fs->tree, n, npn, newname, &err)) || !(unit = fs_unit_of(fs, npin)))
 		rc = -(err.code ? err.code : EIO);
+	if (plan && unit) {
+		/* a loose file renamed onto a view in another folder leaves its own */
+		from_unit = fs_unit_of(fs, pin);
+		if (from_unit == unit)
+			from_unit = NULL;
+		else if (from_unit)
+			inode_ref(fs->inodes, from_unit);
+	}
 	if (plan && target && target->kind == NODE_VIEW)
 		text = read_text(fs, n);
 	if (real) {
@@ -515,10 +560,14 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		rc = fs_run_plan(fs, plan, unit, &move, &err); /* unlocks */
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s -> %s: not renamed: %s", name, newname, err.msg);
+		else if (from_unit)
+			fs_reload(fs, from_unit, NULL);
 	} else {
 		wb_plan_free(plan);
 		tree_read_unlock(fs->tree);
 	}
+	if (from_unit)
+		inode_unref(fs->inodes, from_unit);
 	if (rc == 0 && in && text)
 		keep_text(fs, in, text);
 	if (text)

@@ -39,6 +39,18 @@ struct edit *fs_edit_get(struct fs *fs, struct inode *in)
 	return e;
 }
 
+struct edit *fs_handle_edit(struct fs *fs, struct inode *in, const struct handle *h)
+{
+	struct edit *e = fs_edit_get(fs, in);
+
+	/* a file removed while open keeps its contents for its opener */
+	if (!e && h && h->edit) {
+		e = h->edit;
+		edit_ref(e);
+	}
+	return e;
+}
+
 /* The identity of what n is made from, or NULL when n is gone. */
 static const struct identity *source_of(const struct tree_node *n, struct identity *id)
 {
@@ -55,6 +67,31 @@ int fs_edit_shows(struct fs *fs, struct edit *e, const struct tree_node *n)
 	return edit_shows(e, source_of(n, &id));
 }
 
+/* Called with edits_lock.  An inode whose edit holds what exists nowhere
+ * else (a temporary, a failed save's text, a saved view's text) stays
+ * known when the kernel forgets it: a later lookup finds it again, edit
+ * and all.  Its edit pins it with one reference. */
+static void pin_locked(struct fs *fs, struct inode *in)
+{
+	int want = in->edit && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)
+		   && (__atomic_load_n(&in->scratch, __ATOMIC_ACQUIRE) || !edit_idle(in->edit));
+
+	if (want == in->pinned)
+		return;
+	in->pinned = want;
+	if (want)
+		inode_ref(fs->inodes, in);
+	else
+		inode_unref(fs->inodes, in); /* the caller holds in */
+}
+
+void fs_edit_pin(struct fs *fs, struct inode *in)
+{
+	pthread_mutex_lock(&fs->edits_lock);
+	pin_locked(fs, in);
+	pthread_mutex_unlock(&fs->edits_lock);
+}
+
 void fs_edit_install(struct fs *fs, struct inode *in, struct edit *e)
 {
 	struct edit *old;
@@ -63,6 +100,7 @@ void fs_edit_install(struct fs *fs, struct inode *in, struct edit *e)
 	pthread_mutex_lock(&fs->edits_lock);
 	old = in->edit;
 	__atomic_store_n(&in->edit, e, __ATOMIC_RELEASE);
+	pin_locked(fs, in);
 	pthread_mutex_unlock(&fs->edits_lock);
 	edit_unref(old);
 }
@@ -74,6 +112,7 @@ struct edit *fs_edit_take(struct fs *fs, struct inode *in)
 	pthread_mutex_lock(&fs->edits_lock);
 	e = in->edit;
 	__atomic_store_n(&in->edit, NULL, __ATOMIC_RELEASE);
+	pin_locked(fs, in);
 	pthread_mutex_unlock(&fs->edits_lock);
 	return e;
 }
@@ -86,6 +125,7 @@ void fs_edit_drop_idle(struct fs *fs, struct inode *in, struct edit *e)
 	drop = in->edit == e && !in->scratch && edit_idle(e);
 	if (drop)
 		__atomic_store_n(&in->edit, NULL, __ATOMIC_RELEASE);
+	pin_locked(fs, in);
 	pthread_mutex_unlock(&fs->edits_lock);
 	if (drop)
 		edit_unref(e);
@@ -126,38 +166,67 @@ static int fill(struct fs *fs, struct edit *e, struct tree_node *n)
 	return rc;
 }
 
-struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node *n, int truncate, int *err)
+/* Makes e in's edit and adds a writer, unless another opener's edit took
+ * its place meanwhile (then that one, with a reference).  The writer is
+ * added under the lock a release drops idle edits under: an edit never
+ * goes while a writer is coming. */
+static struct edit *attach_writer(struct fs *fs, struct inode *in, struct edit *e, int fresh)
 {
-	struct edit *e = fs_edit_get(fs, in);
+	struct edit *old = NULL;
 
-	if (e && !fs_edit_shows(fs, e, n)) {
-		edit_unref(e);
-		e = NULL; /* a view text whose source changed since: made anew */
-	}
-	if (!e) {
-		e = edit_new(n->mtime);
-		if (!e) {
-			*err = errno;
-			return NULL;
-		}
-		*err = truncate ? 0 : -fill(fs, e, n);
-		if (*err) {
-			edit_unref(e);
-			return NULL;
-		}
-		pthread_mutex_lock(&fs->edits_lock);
-		if (in->edit && !edit_idle(in->edit)) {
-			/* another opener was first: its edit is the file now */
+	pthread_mutex_lock(&fs->edits_lock);
+	if (in->edit != e) {
+		if (!fresh || (in->edit && !edit_idle(in->edit))) {
+			/* ours went, or another opener was first: that is the file now */
 			edit_unref(e);
 			e = in->edit;
-			edit_ref(e);
-			pthread_mutex_unlock(&fs->edits_lock);
+			if (e)
+				edit_ref(e);
 		} else {
-			pthread_mutex_unlock(&fs->edits_lock);
-			fs_edit_install(fs, in, e);
+			old = in->edit;
+			edit_ref(e);
+			__atomic_store_n(&in->edit, e, __ATOMIC_RELEASE);
 		}
 	}
-	edit_add_writer(e);
+	if (e)
+		edit_add_writer(e);
+	pin_locked(fs, in);
+	pthread_mutex_unlock(&fs->edits_lock);
+	edit_unref(old);
+	return e;
+}
+
+struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node *n, int truncate, int *err)
+{
+	struct edit *e = NULL;
+
+	for (int tries = 0; !e && tries < 8; tries++) {
+		int fresh = 0;
+
+		e = fs_edit_get(fs, in);
+		if (e && !fs_edit_shows(fs, e, n)) {
+			edit_unref(e);
+			e = NULL; /* a view text whose source changed since: made anew */
+		}
+		if (!e) {
+			e = edit_new(n->mtime);
+			if (!e) {
+				*err = errno;
+				return NULL;
+			}
+			*err = truncate ? 0 : -fill(fs, e, n);
+			if (*err) {
+				edit_unref(e);
+				return NULL;
+			}
+			fresh = 1;
+		}
+		e = attach_writer(fs, in, e, fresh);
+	}
+	if (!e) {
+		*err = EAGAIN;
+		return NULL;
+	}
 	if (truncate) {
 		struct stat st;
 
@@ -201,12 +270,12 @@ int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const s
 
 /* One log line; the reason is kept for the status file. */
 static void report_failure(struct fs *fs, struct inode *in, struct edit *e, const struct edit_snapshot *s,
-			   const struct res_error *err, int is_view)
+			   const struct res_error *err, int text_stays)
 {
 	char *what = inode_path(fs->inodes, in);
 
 	log_msg(LOG_ERR, "%s: not saved: %s (%s)%s", what, err->msg, strerror(err->code),
-		is_view ? "; the text stays in the view until a valid save or rm of the view" : "");
+		text_stays ? "; the text stays in the view until a valid save or rm of the view" : "");
 	g_free(what);
 	edit_failed(e, s, err->code, g_strdup(err->msg));
 }
@@ -222,7 +291,16 @@ static const struct identity *sticky_source(struct fs *fs, struct inode *in, str
 	return r;
 }
 
+static int save(struct fs *fs, struct inode *in, struct edit *e, int transient);
+
 int fs_save(struct fs *fs, struct inode *in, struct edit *e)
+{
+	return save(fs, in, e, 0);
+}
+
+/* transient: e lives for one call only (a truncate of a closed file), and
+ * a failure leaves no text behind */
+static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 {
 	struct res_error err = { 0 };
 	struct edit_snapshot s;
@@ -260,10 +338,11 @@ int fs_save(struct fs *fs, struct inode *in, struct edit *e)
 		rc = fs_run_plan(fs, plan, unit, NULL, &err);
 	}
 	if (rc < 0)
-		report_failure(fs, in, e, &s, &err, is_view);
+		report_failure(fs, in, e, &s, &err, is_view && !transient);
 	else
 		edit_saved(e, &s, is_view ? sticky_source(fs, in, &id) : NULL);
 	edit_snapshot_end(e, &s);
+	fs_edit_pin(fs, in);
 	return rc;
 }
 
@@ -359,6 +438,8 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 
 	if (h && h->fd >= 0) {
 		rc = write_all(h->fd, buf, size, (uint64_t)off);
+		if (rc == 0)
+			__atomic_store_n(&h->wrote, 1, __ATOMIC_RELEASE);
 	} else if (!h || !h->edit) {
 		rc = -EBADF;
 	} else {
@@ -387,7 +468,19 @@ void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs *fs = fuse_req_userdata(req);
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
+	if (h && h->fd >= 0)
+		fs_loose_written(fs, h);
 	fuse_reply_err(req, h && h->edit && h->wrote ? -save_handle(fs, h) : 0);
+}
+
+/* A loose file written through the mount is what its folder shows, with
+ * its views, when close or fsync returns: the folder is read again. */
+void fs_loose_written(struct fs *fs, struct handle *h)
+{
+	if (!__atomic_exchange_n(&h->wrote, 0, __ATOMIC_ACQ_REL))
+		return;
+	fs_reload(fs, h->inode, NULL);
+	notify_wait(fs);
 }
 
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -396,9 +489,10 @@ void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	int rc = 0;
 
-	if (h && h->fd >= 0)
+	if (h && h->fd >= 0) {
 		rc = (datasync ? fdatasync(h->fd) : fsync(h->fd)) < 0 ? -errno : 0;
-	else if (h && h->edit)
+		fs_loose_written(fs, h);
+	} else if (h && h->edit)
 		rc = save_handle(fs, h);
 	fuse_reply_err(req, -rc);
 }
@@ -434,16 +528,34 @@ static int change_closed(struct fs *fs, struct inode *in, struct tree_node *n, c
 			 int to_set)
 {
 	int err = 0, rc;
+	struct edit *before = fs_edit_get(fs, in);
 	struct edit *e = fs_start_writing(fs, in, n, 0, &err);
 
 	tree_read_unlock(fs->tree);
-	if (!e)
+	if (!e) {
+		edit_unref(before);
 		return -err;
+	}
 	rc = change_edit(e, attr, to_set);
 	edit_remove_writer(e);
 	if (rc == 0)
-		rc = fs_save(fs, in, e);
-	fs_edit_drop_idle(fs, in, e);
+		rc = save(fs, in, e, !before);
+	if (rc < 0 && !before) {
+		/* a call that failed changed nothing: no text of it stays */
+		struct edit *taken = NULL;
+
+		pthread_mutex_lock(&fs->edits_lock);
+		if (in->edit == e) {
+			taken = e;
+			__atomic_store_n(&in->edit, NULL, __ATOMIC_RELEASE);
+		}
+		pin_locked(fs, in);
+		pthread_mutex_unlock(&fs->edits_lock);
+		edit_unref(taken);
+	} else {
+		fs_edit_drop_idle(fs, in, e);
+	}
+	edit_unref(before);
 	edit_unref(e);
 	return rc;
 }
@@ -475,10 +587,10 @@ static int change_plain(struct fs *fs, struct tree_node *n, const struct handle 
 	return rc;
 }
 
-static void setattr_scratch(fuse_req_t req, struct fs *fs, struct inode *in, const struct stat *attr,
-			    int to_set)
+static void setattr_scratch(fuse_req_t req, struct fs *fs, struct inode *in, const struct handle *h,
+			    const struct stat *attr, int to_set)
 {
-	struct edit *e = fs_edit_get(fs, in);
+	struct edit *e = fs_handle_edit(fs, in, h);
 	struct stat st;
 	int rc;
 
@@ -501,12 +613,13 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 	struct inode *in = fs_inode(fs, ino);
 	struct handle *h = fi ? (struct handle *)(uintptr_t)fi->fh : NULL;
 	int content = to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW);
+	double timeout = fs->timeout;
 	struct tree_node *n;
 	struct stat st;
 	int rc = 0;
 
 	if (in->scratch) {
-		setattr_scratch(req, fs, in, attr, to_set);
+		setattr_scratch(req, fs, in, h, attr, to_set);
 		return;
 	}
 	tree_read_lock(fs->tree);
@@ -538,6 +651,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 
 		fs_fill_entry(fs, in, n, &e);
 		st = e.attr;
+		timeout = e.attr_timeout;
 	} else if (rc == 0 && h && h->edit) {
 		memset(&st, 0, sizeof st);
 		st.st_mode = S_IFREG | 0644;
@@ -549,6 +663,6 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_attr(req, &st, fs->timeout);
+		fuse_reply_attr(req, &st, timeout);
 }
 

@@ -26,6 +26,7 @@ struct inode {
 	struct tree_node *node;    /* NULL: gone */
 	uint64_t ino;              /* st_ino shown: the node's, kept after it goes */
 	struct edit *edit;         /* contents being written (fs_write.c) */
+	int pinned;                /* a reference its edit holds (fs_edit_pin) */
 	struct stat *opened_st;    /* its attributes when last opened: what
 				    * fstat shows after it is gone */
 };

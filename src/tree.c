@@ -864,27 +864,67 @@ static int plain_fd(struct tree *t, struct tree_node *n)
 	return fd;
 }
 
+static void clamp(uint64_t size, uint64_t off, size_t *len)
+{
+	if (off >= size)
+		*len = 0;
+	else if (*len > size - off)
+		*len = (size_t)(size - off);
+}
+
 int tree_data(struct tree *t, struct tree_node *n, uint64_t off, size_t *len, int *fd, uint64_t *pos)
 {
+	struct stat st;
+
 	if (tree_is_dir(n))
 		return -EISDIR;
 	if (n->kind == NODE_VIEW)
 		return -EINVAL; /* made by a conversion, see views.h */
 	if (n->kind == NODE_ENTRY && n->faults)
 		return -EIO;
-	if (off >= n->size)
-		*len = 0;
-	else if (*len > n->size - off)
-		*len = (size_t)(n->size - off);
 	if (n->kind == NODE_PLAIN) {
+		/* a loose file is what it is now, whatever it was when listed */
 		*fd = plain_fd(t, n);
 		if (*fd < 0)
 			return *fd;
+		if (fstat(*fd, &st) < 0)
+			return -errno;
+		clamp((uint64_t)st.st_size, off, len);
 		*pos = off;
 	} else {
+		clamp(n->size, off, len);
 		*fd = n->src->fd;
 		*pos = n->offset + off;
 	}
+	return 0;
+}
+
+uint64_t tree_file_size(struct tree *t, struct tree_node *n)
+{
+	struct stat st;
+	int fd;
+
+	if (n->kind != NODE_PLAIN)
+		return n->size;
+	fd = plain_fd(t, n);
+	return fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_size : n->size;
+}
+
+int tree_plain_stat(struct tree *t, const struct tree_node *n, struct stat *st)
+{
+	char *path = real_path(t, n);
+	struct stat now;
+	int rc = stat(path, &now) < 0 ? -errno : 0;
+
+	g_free(path);
+	if (rc < 0)
+		return rc;
+	st->st_size = now.st_size;
+	st->st_blocks = now.st_blocks;
+	st->st_mode = now.st_mode;
+	st->st_atim = now.st_atim;
+	st->st_mtim = now.st_mtim;
+	st->st_ctim = now.st_ctim;
 	return 0;
 }
 

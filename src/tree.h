@@ -133,6 +133,13 @@ struct tree_node *tree_resolve(struct tree *t, struct tree_node *dir, const char
  * *len clamped to the file.  Returns 0 or a negative errno. */
 int tree_data(struct tree *t, struct tree_node *n, uint64_t off, size_t *len, int *fd, uint64_t *pos);
 
+/* A file's size now: a loose file's may have changed since it was listed. */
+uint64_t tree_file_size(struct tree *t, struct tree_node *n);
+
+/* A loose file's size, times and mode as they are on disk now, over what
+ * tree_stat put in st.  Returns 0 or a negative errno. */
+int tree_plain_stat(struct tree *t, const struct tree_node *n, struct stat *st);
+
 /* pread() of a file node; returns bytes read or a negative errno. */
 ssize_t tree_read(struct tree *t, struct tree_node *n, void *buf, size_t len, uint64_t off);
 

@@ -120,10 +120,11 @@ static void add_op(struct wb_plan *p, int op, const char *path, const char *to,
 /* Reads a file node whole (entries and loose files of text size). */
 static GByteArray *read_whole(struct tree *t, struct tree_node *n, struct res_error *err)
 {
-	GByteArray *b = g_byte_array_sized_new((guint)n->size);
+	uint64_t size = tree_file_size(t, n);
+	GByteArray *b = g_byte_array_sized_new((guint)size);
 	ssize_t got;
 
-	g_byte_array_set_size(b, (guint)n->size);
+	g_byte_array_set_size(b, (guint)size);
 	got = tree_read(t, n, b->data, b->len, 0);
 	if (got < 0) {
 		fail(err, (int)-got, 0, "cannot read %s: %s", n->name, strerror((int)-got));
@@ -140,7 +141,7 @@ static int holds(struct tree *t, struct tree_node *n, const unsigned char *data,
 	unsigned char buf[65536];
 	uint64_t done = 0;
 
-	if (n->size != len)
+	if (tree_file_size(t, n) != len)
 		return 0;
 	while (done < len) {
 		size_t want = MIN(sizeof buf, len - done);
@@ -293,7 +294,7 @@ static struct wb_plan *rename_onto_view(struct tree *t, struct tree_node *n, str
 		fail(err, EISDIR, 0, "only a file can replace a view");
 		return NULL;
 	}
-	if (n->size > VIEW_MAX_TEXT_SOURCE) {
+	if (tree_file_size(t, n) > VIEW_MAX_TEXT_SOURCE) {
 		fail(err, EFBIG, 0, "too big for an INI text");
 		return NULL;
 	}
