@@ -242,9 +242,10 @@ static int apply_put(struct edit *ed, const struct res_change *c, struct res_err
 	if (rc < 0)
 		return fail(err, -rc, it->data_offset, "cannot read \"%.*s\": %s", (int)it->name_len,
 			    it->name, strerror(-rc));
-	if (same && it->mtime == c->mtime && it->name_len == c->name_len
-	    && memcmp(it->name, c->name, c->name_len) == 0)
-		return 0; /* byte-identical already */
+	if (same && (c->keep_same || (it->mtime == c->mtime && it->name_len == c->name_len
+					&& memcmp(it->name, c->name, c->name_len) == 0)))
+		return 0; /* as asked already: decided here, under the lock, on
+			   * what the file holds now */
 	if (!same) {
 		it->data = c->len ? c->data : no_bytes;
 		it->length = c->len;
@@ -446,7 +447,7 @@ static int append_data(const struct committer *c, const struct res_pack_item *it
 }
 
 static int append_table(const struct committer *c, const struct res_pack_item *items, uint32_t n,
-			uint64_t table_offset, struct res_header *h)
+			uint64_t table_offset, struct res_header *h, uint64_t *end)
 {
 	GByteArray *block = g_byte_array_new();
 	int rc = res_pack_table(items, n, table_offset, block, h, c->err);
@@ -455,8 +456,45 @@ static int append_table(const struct committer *c, const struct res_pack_item *i
 		rc = stop_before(c, RES_STEP_TABLE);
 	if (rc == 0 && (rc = write_all(c->fd, block->data, block->len, table_offset)) < 0)
 		rc = fail(c->err, -rc, table_offset, "cannot write the table: %s", strerror(-rc));
+	/* where the file ends now (an empty archive's table is nowhere) */
+	if (block->len)
+		*end = MAX(*end, table_offset + block->len);
 	g_byte_array_unref(block);
 	return rc;
+}
+
+/* The header is overwritten in place: an entry whose data covers any of
+ * its 16 bytes (a crafted archive, one that contains itself) would change
+ * without being asked to. */
+static int header_overlap(const struct res_pack_item *items, uint32_t n, struct res_error *err)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!items[i].data && items[i].length && items[i].data_offset < RES_HEADER_SIZE)
+			return fail(err, EINVAL, items[i].data_offset,
+				    "\"%.*s\" lies over the header, which a commit rewrites; compact the archive first",
+				    (int)items[i].name_len, items[i].name);
+	return 0;
+}
+
+/* Whether the file is still what this commit read under its lock and then
+ * appended to: another program that does not take the lock (a packer, a
+ * copy over it) may have rewritten it meanwhile, and a header written now
+ * would point into its bytes. */
+static int still_ours(const struct committer *c, const struct res_header *read, uint64_t end)
+{
+	unsigned char now[RES_HEADER_SIZE], was[RES_HEADER_SIZE];
+	struct stat st;
+	ssize_t got;
+
+	res_header_encode(read, was);
+	do
+		got = pread(c->fd, now, sizeof now, 0);
+	while (got < 0 && errno == EINTR);
+	if (fstat(c->fd, &st) < 0 || got != (ssize_t)sizeof now || memcmp(now, was, sizeof now) != 0
+	    || (uint64_t)st.st_size != end)
+		return fail(c->err, ESTALE, 0, "the file was changed by another program during the commit; "
+			    "nothing was switched (the old archive, or what the other program wrote, stays)");
+	return 0;
 }
 
 static int switch_header(const struct committer *c, const struct res_header *h)
@@ -478,17 +516,22 @@ static int write_commit(const struct committer *c, struct edit *ed, uint64_t fil
 	uint32_t n = 0;
 	struct res_pack_item *items = edit_result(ed, &n);
 	struct res_header h;
-	uint64_t table_offset = 0;
-	int rc = place_new(items, n, file_end, c->opt->align, &table_offset, c->err);
+	uint64_t table_offset = 0, end = 0;
+	int rc = header_overlap(items, n, c->err);
+	int appending;
 
-	int appending = rc == 0;
-
+	if (rc == 0)
+		rc = place_new(items, n, file_end, c->opt->align, &table_offset, c->err);
+	appending = rc == 0;
 	if (rc == 0)
 		rc = append_data(c, items, n);
+	end = file_end;
 	if (rc == 0)
-		rc = append_table(c, items, n, table_offset, &h);
+		rc = append_table(c, items, n, table_offset, &h, &end);
 	if (rc == 0)
 		rc = sync_step(c, RES_STEP_SYNC_TABLE);
+	if (rc == 0 && (rc = still_ours(c, &ed->tab.hdr, end)) < 0)
+		appending = 0; /* not ours to cut any more */
 	/* A failed write or flush (a full disk) before the header switch takes
 	 * back what it appended: nothing refers to it.  The fault hook is a
 	 * crash and cleans nothing; a failed header write may be partly done. */
@@ -567,11 +610,17 @@ static int open_locked(const char *path, struct stat *st, struct res_error *err)
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat now;
 
 		if (fd < 0)
 			return fail(err, errno, 0, "%s", strerror(errno));
-		if (lock_and_stat(fd, st, err) == 0)
-			return fd;
+		if (lock_and_stat(fd, st, err) == 0) {
+			if (stat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino)
+				return fd;
+			/* replaced meanwhile, an old link keeping the old file */
+			fail(err, ESTALE, 0, "replaced while waiting for the lock");
+			lock(fd, LOCK_UN);
+		}
 		close(fd);
 		if (err->code != ESTALE)
 			return -1;
@@ -613,15 +662,18 @@ static int write_compacted(int tmp_fd, struct edit *ed, const struct stat *st, s
 	return rc;
 }
 
-int res_compact(const char *path, struct res_error *err)
+int res_compact(const char *link_path, struct res_error *err)
 {
-	char *tmp = g_strdup_printf("%s.eifs-compact-XXXXXX", path);
+	/* a link to the archive stays a link: the file it names is replaced */
+	char *path = realpath(link_path, NULL);
+	char *tmp = g_strdup_printf("%s.eifs-compact-XXXXXX", path ? path : link_path);
 	struct res_window w;
 	struct stat st;
 	struct edit ed;
-	int fd = open_locked(path, &st, err), tmp_fd = -1, rc = -1;
+	int fd = path ? open_locked(path, &st, err) : fail(err, errno, 0, "%s", strerror(errno)), tmp_fd = -1, rc = -1;
 
 	if (fd < 0) {
+		free(path);
 		g_free(tmp);
 		return -1;
 	}
@@ -643,6 +695,7 @@ int res_compact(const char *path, struct res_error *err)
 		unlink(tmp);
 	edit_free(&ed);
 	close(fd); /* releases the lock: waiting writers see the old file unlinked */
+	free(path);
 	g_free(tmp);
 	return rc;
 }

@@ -29,6 +29,9 @@ struct res_change {
 	uint32_t mtime;            /* RES_PUT: the entry's timestamp */
 	const char *to;            /* RES_RENAME: the new stored name */
 	size_t to_len;
+	int keep_same;             /* RES_PUT: bytes equal to the entry's leave
+				    * it as it is, timestamp included (an INI
+				    * save that gives the same REG) */
 };
 
 /* The steps of res_commit, in order. */

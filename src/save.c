@@ -58,6 +58,7 @@ struct target {
 	struct tree_node *archive;
 	char *rel;
 	int exists;
+	struct tree_node *node;  /* what exists there */
 };
 
 /* One step down the path: into an existing child, else onto the part of
@@ -107,6 +108,7 @@ static int locate(struct tree *t, const char *inside, struct target *out)
 		 * around it; a new one to the deepest existing archive */
 		out->archive = out->exists || n->kind != NODE_ARCHIVE ? enclosing_archive(n) : n;
 		out->rel = path_below(out->archive, n, rest->str);
+		out->node = out->exists ? n : NULL;
 	}
 	g_string_free(rest, TRUE);
 	return rc;
@@ -117,23 +119,30 @@ static struct res_window window_of(const struct tree_node *a)
 	return (struct res_window){ a->src->fd, a->offset, a->size };
 }
 
-/* The stored name rel refers to in archive a: the name of the entry shown
- * under that path (exact, else ASCII case-insensitively), else rel in
- * cp1251 with '\' between folders. */
-static int stored_name(const struct tree_node *a, const char *rel, GString *out, struct res_error *err)
+/* The stored name rel refers to in archive a: the name of the entry the
+ * tree shows there (node, when it exists: also a "name~SLOT" of a case
+ * duplicate), else of the entry shown under that path (exact, else ASCII
+ * case-insensitively), else rel in cp1251 with '\' between folders. */
+static int stored_name(const struct tree_node *a, const char *rel, const struct tree_node *node, GString *out,
+		       struct res_error *err)
 {
 	struct res_window w = window_of(a);
 	struct res_table tab;
 	GString *shown = g_string_new(NULL);
 	int64_t found = -1;
+	uint32_t slot;
 	size_t bad = 0;
-	int rc = 0;
+	int rc = 0, node_found;
 
 	if (res_table_read(&w, &tab, err) < 0) {
 		g_string_free(shown, TRUE);
 		return -1;
 	}
-	for (uint32_t i = 0; i < tab.hdr.count; i++) {
+	if (node && tree_entry_slot(node, &slot) == 0 && slot < tab.hdr.count
+	    && !(res_entry_faults(&tab, slot, a->size) & RES_FAULT_NAME))
+		found = slot;
+	node_found = found >= 0;
+	for (uint32_t i = 0; !node_found && i < tab.hdr.count; i++) {
 		if (res_entry_faults(&tab, i, a->size) & RES_FAULT_NAME)
 			continue;
 		g_string_truncate(shown, 0);
@@ -188,7 +197,8 @@ static GString *new_name(struct work *w)
 static int change_of(struct work *w, const struct save_op *op, struct res_error *err)
 {
 	struct target tg = { 0 }, to = { 0 };
-	struct res_change ch = { .op = op->op, .data = op->data, .len = op->len, .mtime = op->mtime };
+	struct res_change ch = { .op = op->op, .data = op->data, .len = op->len, .mtime = op->mtime,
+				 .keep_same = op->keep_same };
 	GString *name = new_name(w), *to_name = NULL;
 	int rc = locate(w->tree, op->path, &tg);
 
@@ -211,10 +221,10 @@ static int change_of(struct work *w, const struct save_op *op, struct res_error 
 	if (rc < 0)
 		goto out;
 	w->archive = tg.archive;
-	rc = stored_name(tg.archive, tg.rel, name, err);
+	rc = stored_name(tg.archive, tg.rel, tg.node, name, err);
 	if (rc == 0 && op->op == RES_RENAME) {
 		to_name = new_name(w);
-		rc = stored_name(tg.archive, to.rel, to_name, err);
+		rc = stored_name(tg.archive, to.rel, to.node, to_name, err);
 		ch.to = to_name->str;
 		ch.to_len = to_name->len;
 	}
@@ -245,7 +255,7 @@ static int rebuild_outward(struct work *w, struct res_error *err)
 
 		g_ptr_array_add(w->bufs, out);
 		if (rc == 0)
-			rc = stored_name(parent, rel, name, err);
+			rc = stored_name(parent, rel, a, name, err);
 		g_free(rel);
 		if (rc != 0)
 			return rc;
@@ -292,9 +302,14 @@ int save_archive(const char *file, const struct save_op *ops, size_t n,
 
 		if (fd < 0)
 			return fail(err, errno, "%s", strerror(errno));
+		struct stat now;
+
 		while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
 			;
-		if (fstat(fd, &st) == 0 && st.st_nlink == 0)
+		/* a compaction renames a new file over this one while it holds
+		 * the lock: the name must still lead to the file locked (a hard
+		 * link keeps the old one alive, so its link count says nothing) */
+		if (fstat(fd, &st) < 0 || stat(file, &now) < 0 || st.st_dev != now.st_dev || st.st_ino != now.st_ino)
 			rc = fail(err, ESTALE, "replaced while waiting for the lock");
 		else
 			rc = save_locked(file, fd, ops, n, opt, err);

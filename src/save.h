@@ -19,6 +19,7 @@ struct save_op {
 	const unsigned char *data; /* RES_PUT: len bytes */
 	size_t len;
 	uint32_t mtime;            /* RES_PUT: the entry's timestamp */
+	int keep_same;             /* RES_PUT: res_change.keep_same */
 };
 
 /* Applies ops, in order, to the archive file at file.  Every op must name

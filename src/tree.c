@@ -547,6 +547,7 @@ static void fill_entry(struct tree_node *n, struct tree_node *archive, const str
 	const struct res_entry *e = &tab->entries[i];
 
 	n->kind = NODE_ENTRY;
+	n->slot = i;
 	n->src = archive->src;
 	n->size = e->length;
 	n->offset = archive->offset + e->offset;
@@ -755,7 +756,7 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 	uint32_t n = 0;
 	char *what = tree_path(a);
 
-	if (a->table) {
+	if (!a->parent && a->table) {
 		at->tab = *a->table; /* read at mount */
 		g_free(a->table);
 		a->table = NULL;
@@ -896,6 +897,14 @@ int tree_data(struct tree *t, struct tree_node *n, uint64_t off, size_t *len, in
 		*fd = n->src->fd;
 		*pos = n->offset + off;
 	}
+	return 0;
+}
+
+int tree_entry_slot(const struct tree_node *n, uint32_t *slot)
+{
+	if (n->kind != NODE_ENTRY && !(n->kind == NODE_ARCHIVE && n->parent && n->parent->kind != NODE_FOLDER))
+		return -1;
+	*slot = n->slot;
 	return 0;
 }
 

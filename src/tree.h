@@ -60,7 +60,8 @@ struct tree_node {
 	union {
 		int plain_fd;                /* PLAIN: opened on first read, -1 before */
 		struct pending_dir *pending; /* VDIR: what it holds, until first use */
-		struct res_table *table;     /* ARCHIVE: read at mount, until first use */
+		struct res_table *table;     /* the mounted ARCHIVE: read at mount, until first use */
+		uint32_t slot;               /* ENTRY, nested ARCHIVE: its index in its archive's table */
 		uint32_t source;             /* VIEW: the source's index in the same directory */
 	};
 };
@@ -139,6 +140,10 @@ uint64_t tree_file_size(struct tree *t, struct tree_node *n);
 /* A loose file's size, times and mode as they are on disk now, over what
  * tree_stat put in st.  Returns 0 or a negative errno. */
 int tree_plain_stat(struct tree *t, const struct tree_node *n, struct stat *st);
+
+/* The index in its archive's table of the entry n shows (an entry or an
+ * archive nested in one): 0 and *slot, or -1 for anything else. */
+int tree_entry_slot(const struct tree_node *n, uint32_t *slot);
 
 /* pread() of a file node; returns bytes read or a negative errno. */
 ssize_t tree_read(struct tree *t, struct tree_node *n, void *buf, size_t len, uint64_t off);

@@ -112,7 +112,7 @@ static struct wb_plan *archive_plan(struct tree_node *n, struct res_error *err)
 static void add_op(struct wb_plan *p, int op, const char *path, const char *to,
 		   const unsigned char *data, size_t len, uint32_t mtime)
 {
-	struct save_op o = { op, path, to, data, len, mtime };
+	struct save_op o = { op, path, to, data, len, mtime, 0 };
 
 	g_array_append_val(p->ops, o);
 }
@@ -185,9 +185,15 @@ static struct wb_plan *put_reg(struct tree *t, struct tree_node *src, GByteArray
 		return NULL;
 	}
 	p->data = reg;
-	p->unchanged = holds(t, src, reg->data, reg->len);
-	if (!p->replace)
+	if (p->replace) {
+		p->unchanged = holds(t, src, reg->data, reg->len); /* the file as it is now */
+	} else {
+		/* whether the entry holds these bytes is decided by the commit,
+		 * under the archive's lock: the mount's table may be older than
+		 * another program's save */
 		add_op(p, RES_PUT, own(p, path_in_unit(tree_unit(src), src)), NULL, reg->data, reg->len, mtime);
+		g_array_index(p->ops, struct save_op, p->ops->len - 1).keep_same = 1;
+	}
 	return p;
 }
 
@@ -213,8 +219,8 @@ struct wb_plan *wb_put(struct tree *t, struct tree_node *n, const unsigned char 
 	p = archive_plan(n, err);
 	if (!p)
 		return NULL;
-	/* a new timestamp alone (touch) is a change */
-	p->unchanged = (uint32_t)n->mtime == mtime && holds(t, n, data, len);
+	/* the same bytes with a new timestamp (touch) are a change; the
+	 * commit compares with what the file holds when it is locked */
 	add_op(p, RES_PUT, own(p, path_in_unit(tree_unit(n), n)), NULL, data, len, mtime);
 	return p;
 }

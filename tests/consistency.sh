@@ -54,6 +54,24 @@ mv "$M/texts.res/q~" "$M/$Q/quest.ini"
 check "a temporary of another archive renamed over a view saves it" [ "$(ini_key "$Q/quest.reg" exp)" = 77 ]
 check "... and the view's attributes are the same before and after the kernel forgets" same_after_forget "$Q/quest.ini"
 
+# ---- another program saved meanwhile -----------------------------------------------------
+# a file opened through the mount, changed by another program (a second
+# mount here), then written back as it was: the last save is what stays
+B=$WORK/mnt2
+do_mount "$G" "$B" || fail "second mount"
+cat > "$WORK/late.py" <<'EOF'
+import subprocess, sys
+a, b = sys.argv[1], sys.argv[2]
+f = open(a, 'r+b')
+text = f.read()
+subprocess.run(['sed', '-i', 's/^exp=.*/exp=9999/', b], check=True)
+f.seek(0); f.write(text); f.truncate(); f.close()
+EOF
+was=$(ini_key "$Q/quest.reg" exp)
+python3 "$WORK/late.py" "$M/$Q/quest.ini" "$B/$Q/quest.ini"
+check "a save of the old text after another program's save is not taken for 'unchanged'" [ "$(ini_key "$Q/quest.reg" exp)" = "$was" ]
+do_umount "$B"
+
 # ---- failed saves and temporaries outlive the kernel's memory ---------------------------
 echo 'not an ini' > "$M/$Q/quest.ini" 2>/dev/null
 forget

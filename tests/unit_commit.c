@@ -204,12 +204,12 @@ static int commit_path(const char *path, const struct res_change *c, size_t n,
 static struct res_change put(const char *name, const char *data, uint32_t mtime)
 {
 	return (struct res_change){ name, strlen(name), RES_PUT, (const unsigned char *)data,
-				    strlen(data), mtime, NULL, 0 };
+				    strlen(data), mtime, NULL, 0, 0 };
 }
 
 static struct res_change del(const char *name)
 {
-	return (struct res_change){ name, strlen(name), RES_DELETE, NULL, 0, 0, NULL, 0 };
+	return (struct res_change){ name, strlen(name), RES_DELETE, NULL, 0, 0, NULL, 0, 0 };
 }
 
 static uint32_t offset_of(GHashTable *s, const char *name)
@@ -325,9 +325,78 @@ Test(commit, same_bytes_new_timestamp_keeps_the_data)
 	g_hash_table_destroy(want);
 }
 
+/* An INI save that gives the REG it came from writes nothing, whatever its
+ * timestamp: decided under the lock, on the bytes the file holds then. */
+Test(commit, keep_same_leaves_equal_bytes_and_their_timestamp)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c = put("b.txt", "bravo", 999);
+	struct res_error err = { 0 };
+	GByteArray *before = file_bytes(fx.path), *after;
+
+	c.keep_same = 1;
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 1, "%s", err.msg);
+	after = file_bytes(fx.path);
+	cr_assert(after->len == before->len && memcmp(after->data, before->data, before->len) == 0);
+	expect_archive(fx.path, want);
+	c.data = (const unsigned char *)"BRAVO";
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	snap_put(want, "b.txt", H_STR("BRAVO"), 999);
+	expect_archive(fx.path, want);
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
+	g_hash_table_destroy(want);
+}
+
+/* Another program that does not take the lock rewrites the file while a
+ * commit flushes: the commit must not write its header over their bytes. */
+static int rewrite_at_flush(void *ctx, int step)
+{
+	if (step == RES_STEP_SYNC_TABLE) {
+		int fd = open(ctx, O_WRONLY | O_CLOEXEC);
+
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(pwrite(fd, "<\xe2\x9c\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 16, 0), 16);
+		close(fd);
+	}
+	return 0;
+}
+
+Test(commit, a_file_rewritten_during_the_commit_is_not_switched)
+{
+	struct res_change c = put("b.txt", "a new bravo", 9);
+	struct res_commit_options opt = { .align = 1, .fault = rewrite_at_flush, .fault_ctx = fx.path };
+	struct res_error err = { 0 };
+	GByteArray *after;
+
+	cr_assert_eq(commit_path(fx.path, &c, 1, &opt, &err), -1);
+	cr_assert_eq(err.code, ESTALE, "%s", err.msg);
+	after = file_bytes(fx.path);
+	cr_assert_eq(h_get_u32(after, 4), 0, "the other program's header stays");
+	g_byte_array_unref(after);
+}
+
+/* The header is rewritten in place: an entry lying over it would change. */
+Test(commit, an_entry_over_the_header_is_refused)
+{
+	static const unsigned char self[] = "<\xe2\x9c\x01\x01\x00\x00\x00\x10\x00\x00\x00\x04\x00\x00\x00"
+		"\xff\xff\xff\xff\x2a\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+		"self";
+	char *path = h_write_file(fx.dir, "self.res", self, sizeof self - 1);
+	struct res_change c = put("x.txt", "x", 9);
+	struct res_error err = { 0 };
+
+	cr_assert_eq(commit_path(path, &c, 1, NULL, &err), -1);
+	cr_assert_eq(err.code, EINVAL, "%s", err.msg);
+	cr_assert(strstr(err.msg, "header"), "%s", err.msg);
+	cr_assert_eq(res_compact(path, &err), 0, "%s", err.msg);
+	cr_assert_eq(commit_path(path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	g_free(path);
+}
+
 static struct res_change ren(const char *from, const char *to)
 {
-	return (struct res_change){ from, strlen(from), RES_RENAME, NULL, 0, 0, to, strlen(to) };
+	return (struct res_change){ from, strlen(from), RES_RENAME, NULL, 0, 0, to, strlen(to), 0 };
 }
 
 Test(commit, rename_keeps_the_data_in_place_and_replaces_the_target)
@@ -563,7 +632,7 @@ Test(commit, failed_write_takes_back_the_append)
 	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
 	GByteArray *before = file_bytes(fx.path), *after;
 	char big[5000];
-	struct res_change c = { "b.txt", 5, RES_PUT, (const unsigned char *)big, sizeof big, 1, NULL, 0 };
+	struct res_change c = { "b.txt", 5, RES_PUT, (const unsigned char *)big, sizeof big, 1, NULL, 0, 0 };
 	struct res_error err = { 0 };
 	struct rlimit old, small;
 
@@ -592,9 +661,9 @@ Test(commit, refuses_bad_changes_and_damaged_archives)
 	static const struct h_file broken[] = { { "a", "x", 1, -1, 0 } };
 	GByteArray *bad = h_archive(broken, 1);
 	char *bad_path;
-	struct res_change neg = { "x\xe0\xc0\xff\xdf\xfd\xdd", 7, RES_PUT, (const unsigned char *)"1", 1, 0, NULL, 0 };
-	struct res_change empty = { "", 0, RES_PUT, (const unsigned char *)"1", 1, 0, NULL, 0 };
-	struct res_change op = { "a", 1, 99, NULL, 0, 0, NULL, 0 };
+	struct res_change neg = { "x\xe0\xc0\xff\xdf\xfd\xdd", 7, RES_PUT, (const unsigned char *)"1", 1, 0, NULL, 0, 0 };
+	struct res_change empty = { "", 0, RES_PUT, (const unsigned char *)"1", 1, 0, NULL, 0, 0 };
+	struct res_change op = { "a", 1, 99, NULL, 0, 0, NULL, 0, 0 };
 	struct res_change ok = put("a", "fine", 1);
 	struct res_error err = { 0 };
 
