@@ -28,7 +28,8 @@ struct edit {
 
 int identity_equal(const struct identity *a, const struct identity *b)
 {
-	return a->size == b->size && a->offset == b->offset && a->mtime == b->mtime && a->kind == b->kind;
+	return a->size == b->size && a->offset == b->offset && a->mtime == b->mtime && a->kind == b->kind
+	       && a->epoch == b->epoch;
 }
 
 struct edit *edit_new(int64_t mtime)

@@ -17,6 +17,7 @@ struct identity {
 	uint64_t size, offset;
 	int64_t mtime;
 	uint32_t kind;
+	uint32_t epoch;  /* of the file it lies in (tree_source) */
 };
 
 int identity_equal(const struct identity *a, const struct identity *b);

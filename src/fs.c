@@ -36,6 +36,16 @@ void node_identity(const struct tree_node *n, struct identity *id)
 	id->offset = n->offset;
 	id->mtime = n->mtime;
 	id->kind = n->kind;
+	if (n->kind == NODE_PLAIN) {
+		/* a loose file's times are whole seconds here, and anyone may
+		 * rewrite it in place within one: each listing of its folder
+		 * (there is one after every change seen) makes it another */
+		const struct timespec *l = &n->parent->dir->listed;
+
+		id->epoch = (uint32_t)((uint64_t)l->tv_sec * 1000003u + (uint64_t)l->tv_nsec);
+	} else {
+		id->epoch = n->kind != NODE_FOLDER && n->src ? n->src->epoch : 0;
+	}
 }
 
 /* ---- notifications ----------------------------------------------------- */
@@ -175,7 +185,9 @@ static void invalidate_changed(struct fs *fs, GArray *before)
 			continue;
 		}
 		node_identity(n, &now);
-		if (!b->had_node || !identity_equal(&now, &b->id))
+		/* a folder's listing may differ with the same identity (two
+		 * changes in one second) */
+		if (!b->had_node || !identity_equal(&now, &b->id) || tree_is_dir(n))
 			notify_inode(fs, b->in, 1);
 	}
 }
@@ -225,7 +237,14 @@ void fs_move(struct fs *fs, const struct fs_move *move)
 	done_moving(fs, gone);
 }
 
+static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external);
+
 void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move)
+{
+	reload(fs, in, move, 0);
+}
+
+static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external)
 {
 	GArray *before = g_array_new(FALSE, FALSE, sizeof(struct before));
 	struct inode *top, *gone = NULL;
@@ -248,7 +267,7 @@ void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move)
 		if (n)
 			node_identity(n, &b->id);
 	}
-	tree_reload(fs->tree, unit);
+	tree_reload(fs->tree, unit, external);
 	if (move && (move->in || move->unlink))
 		gone = move_inode(fs, move);
 	notify_inode(fs, top, 1);
@@ -260,14 +279,14 @@ void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move)
 	g_array_unref(before);
 }
 
-void fs_refresh(struct fs *fs, struct inode *in)
+int fs_refresh(struct fs *fs, struct inode *in)
 {
 	struct tree_node *n, *unit;
 	int changed;
 
 	/* a save of ours changed the file and reloads it itself */
 	if (__atomic_load_n(&fs->saving, __ATOMIC_ACQUIRE))
-		return;
+		return 0;
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	unit = n ? tree_unit(n) : NULL;
@@ -278,8 +297,12 @@ void fs_refresh(struct fs *fs, struct inode *in)
 
 		log_msg(LOG_INFO, "%s: changed on disk; reading it again", what);
 		g_free(what);
-		fs_reload(fs, in, NULL);
+		reload(fs, in, NULL, 1);
+		/* the kernel learns what went stale before the open or lookup
+		 * that found the change replies (none holds a lock of it) */
+		notify_wait(fs);
 	}
+	return changed;
 }
 
 /* ---- attributes -------------------------------------------------------- */
@@ -307,12 +330,19 @@ static void stat_inode(struct fs *fs, struct inode *in, struct tree_node *n, str
 	}
 }
 
+/* A loose file of the game folder, or a view of one: it changes under the
+ * tree (anyone may write it), so the kernel asks for it every second. */
+static int loose(const struct tree_node *n)
+{
+	return n && (n->kind == NODE_PLAIN || (n->kind == NODE_VIEW && view_source(n)->kind == NODE_PLAIN));
+}
+
 double fs_attr_timeout(const struct fs *fs, const struct tree_node *n)
 {
 	/* a loose file may be changed by anyone at any time, and only its
 	 * folder's listing says when: its attributes are asked for again
 	 * after a second */
-	return n && n->kind == NODE_PLAIN && fs->timeout > 1.0 ? 1.0 : fs->timeout;
+	return loose(n) && fs->timeout > 1.0 ? 1.0 : fs->timeout;
 }
 
 void fs_fill_entry(struct fs *fs, struct inode *in, struct tree_node *n, struct fuse_entry_param *e)
@@ -359,19 +389,59 @@ static int reply_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, const
 	return 1;
 }
 
+/* Whether in is a folder of the game folder (its listing and loose files
+ * change under it, and a stat of them is cheap). */
+static int is_folder_inode(struct fs *fs, struct inode *in)
+{
+	struct tree_node *n;
+	int folder;
+
+	tree_read_lock(fs->tree);
+	n = inode_node(fs->inodes, in);
+	folder = n && n->kind == NODE_FOLDER;
+	tree_read_unlock(fs->tree);
+	return folder;
+}
+
+static int is_loose_inode(struct fs *fs, struct inode *in)
+{
+	int is;
+
+	tree_read_lock(fs->tree);
+	is = loose(inode_node(fs->inodes, in));
+	tree_read_unlock(fs->tree);
+	return is;
+}
+
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent), *in;
 	struct fuse_entry_param e;
 	struct tree_node *pn, *n;
-	int err = 0;
+	int err = 0, refreshed = 0;
 
+	/* another program may have changed what the name stands for: a
+	 * folder is checked each time, an archive when the name is not found */
+	if (is_folder_inode(fs, pin))
+		refreshed = fs_refresh(fs, pin) >= 0;
+again:
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
 	if (!pn)
 		err = ESTALE;
+	if (!n && !refreshed && (err == ENOENT || err == EIO)) {
+		tree_read_unlock(fs->tree);
+		refreshed = 1;
+		if (fs_refresh(fs, pin) > 0)
+			goto again; /* nodes of the old generation are gone */
+		tree_read_lock(fs->tree);
+		pn = inode_node(fs->inodes, pin);
+		n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
+		if (!pn)
+			err = ESTALE;
+	}
 	if (n) {
 		in = inodes_lookup(fs->inodes, pin, n);
 		fs_fill_entry(fs, in, n, &e);
@@ -458,6 +528,8 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, fs->timeout);
 		return;
 	}
+	if (is_loose_inode(fs, in))
+		fs_refresh(fs, in); /* rewritten in place: its views follow */
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	if (!n && !h && __atomic_load_n(&in->replaced, __ATOMIC_ACQUIRE))
@@ -556,8 +628,9 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		node_identity(n, &h->id);
 	}
 	inode_ref(fs->inodes, in);
-	/* a loose file may have changed since its pages were read */
-	fi->keep_cache = !in->replaced && n->kind != NODE_PLAIN;
+	/* a loose file (or a view of one) may have changed since its pages
+	 * were read */
+	fi->keep_cache = !in->replaced && !loose(n);
 	tree_read_unlock(fs->tree);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->noflush = 1; /* nothing to save: closing it needs no request */
@@ -653,12 +726,30 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 	tree_read_lock(fs->tree);
 	dn = inode_node(fs->inodes, dir);
 	rc = dn ? tree_children(fs->tree, dn, &d) : -ENOENT;
-	for (uint32_t i = (uint32_t)off; rc == 0 && i < d->count; i++) {
-		size_t len = add_direntry(req, fs, dir, &d->child[i], buf + used, size - used, i + 1, plus);
+	if (rc == 0) {
+		/* off is the cookie of the last name listed (0: none yet): the
+		 * listing goes on after it even when the directory was read
+		 * again meanwhile in another order */
+		const uint32_t *order = tree_dir_order(fs->tree, d);
+		uint32_t lo = 0, hi = d->count;
 
-		if (len > size - used)
-			break;
-		used += len;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (tree_dir_cookie(&d->child[order[mid]]) <= (uint64_t)off)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (uint32_t i = lo; i < d->count; i++) {
+			struct tree_node *c = &d->child[order[i]];
+			size_t len = add_direntry(req, fs, dir, c, buf + used, size - used,
+						  (off_t)tree_dir_cookie(c), plus);
+
+			if (len > size - used)
+				break;
+			used += len;
+		}
 	}
 	tree_read_unlock(fs->tree);
 	if (rc < 0)
@@ -823,9 +914,10 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
 
-	/* A read-only mount never changes: let the kernel skip open/opendir
-	 * and keep page and directory caches (its defaults once open says
-	 * ENOSYS).  A writable one needs to see opens for writing. */
+	/* A read-only mount is a snapshot (man: -o ro): the kernel may skip
+	 * open/opendir and keep page and directory caches (its defaults once
+	 * open says ENOSYS), so changes by other programs go unnoticed.  A
+	 * writable one sees opens: for writing, and to notice such changes. */
 	if (!fs->writable && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT)
 	    && (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;

@@ -99,8 +99,9 @@ void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move);
 /* The move alone, when the save it came with wrote nothing. */
 void fs_move(struct fs *fs, const struct fs_move *move);
 
-/* Checks whether the unit of in's node changed on disk; reloads if so. */
-void fs_refresh(struct fs *fs, struct inode *in);
+/* Checks whether the unit of in's node changed on disk; reloads if so
+ * (returns 1 then), and tells the kernel before it returns. */
+int fs_refresh(struct fs *fs, struct inode *in);
 
 /* Kernel cache invalidations, sent by a thread of their own (the kernel
  * may hold locks the request in progress needs). */

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cp1251.h"
@@ -205,6 +206,7 @@ static void dir_free(struct tree *t, struct tree_dir *d)
 	__atomic_sub_fetch(&t->nodes, MIN(t->nodes, d->count), __ATOMIC_RELAXED);
 	g_free(d->child);
 	g_free(d->index);
+	g_free(d->order);
 	g_string_chunk_free(d->names);
 	g_free(d);
 }
@@ -400,6 +402,7 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 	int rc = 0;
 
 	struct stat self;
+	struct timespec listed;
 
 	if (!d || fstat(dirfd(d), &self) < 0) {
 		rc = -errno;
@@ -408,6 +411,8 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 			closedir(d);
 		goto out;
 	}
+	/* the clock file times are stamped with, so that "after" compares like */
+	clock_gettime(CLOCK_REALTIME_COARSE, &listed);
 	while ((de = readdir(d))) {
 		struct stat st;
 
@@ -421,6 +426,7 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 	closedir(d);
 	td = dir_new(t, names->len);
 	td->stamp = self.st_mtim;
+	td->listed = listed;
 	for (guint i = 0; i < names->len; i++) {
 		struct tree_node *n = &td->child[i];
 		char *child_path = g_build_filename(path, names->pdata[i], NULL);
@@ -750,6 +756,15 @@ static int load_vdir(struct tree *t, struct tree_node *v, struct tree_dir **out)
 static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **out)
 {
 	struct res_window w = { a->src->fd, a->offset, a->size };
+	struct stat st;
+
+	/* an archive file listed a while ago may have grown since (a save by
+	 * another program): its header now is what it says now */
+	if (a->src->fd >= 0 && (!a->parent || a->parent->kind == NODE_FOLDER) && fstat(a->src->fd, &st) == 0
+	    && (uint64_t)st.st_size != a->size) {
+		w.len = (uint64_t)st.st_size;
+		__atomic_store_n(&a->size, w.len, __ATOMIC_RELEASE);
+	}
 	struct res_error err = { 0 };
 	struct archive_table *at = g_new0(struct archive_table, 1);
 	struct member *members;
@@ -810,6 +825,51 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
 	}
 	*out = d;
 	return d->error ? -d->error : 0;
+}
+
+uint64_t tree_dir_cookie(const struct tree_node *child)
+{
+	/* positive as an off_t, and odd: never 0 */
+	return (child->ino >> 1) | 1;
+}
+
+struct by_cookie {
+	uint64_t cookie;
+	uint32_t index;
+};
+
+static int cookie_order(const void *a, const void *b)
+{
+	const struct by_cookie *x = a, *y = b;
+
+	if (x->cookie != y->cookie)
+		return x->cookie < y->cookie ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+const uint32_t *tree_dir_order(struct tree *t, const struct tree_dir *cd)
+{
+	struct tree_dir *d = (struct tree_dir *)cd; /* the order is made once, under the lock */
+	uint32_t *order = __atomic_load_n(&d->order, __ATOMIC_ACQUIRE);
+	struct by_cookie *pairs;
+
+	if (order)
+		return order;
+	pthread_mutex_lock(&t->lock);
+	order = d->order;
+	if (!order) {
+		pairs = g_new(struct by_cookie, d->count ? d->count : 1);
+		for (uint32_t i = 0; i < d->count; i++)
+			pairs[i] = (struct by_cookie){ tree_dir_cookie(&d->child[i]), i };
+		qsort(pairs, d->count, sizeof *pairs, cookie_order);
+		order = g_new(uint32_t, d->count ? d->count : 1);
+		for (uint32_t i = 0; i < d->count; i++)
+			order[i] = pairs[i].index;
+		g_free(pairs);
+		__atomic_store_n(&d->order, order, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return order;
 }
 
 struct tree_node *tree_lookup(struct tree *t, struct tree_node *dir, const char *name, int *err)
@@ -1164,6 +1224,34 @@ static int same_stamp(const struct stat *a, const struct stat *b)
 	       && a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
+static int after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+/* A loose file that views are made from, changed in place since its
+ * folder was listed (its views were made from what it was). */
+static int view_source_changed(struct tree *t, const struct tree_dir *d)
+{
+	struct stat st;
+
+	for (uint32_t i = 0; i < d->count; i++) {
+		const struct tree_node *v = &d->child[i], *src;
+		char *path;
+		int changed;
+
+		if (v->kind != NODE_VIEW || (src = &d->child[v->source])->kind != NODE_PLAIN)
+			continue;
+		path = real_path(t, src);
+		changed = stat(path, &st) < 0 || (uint64_t)st.st_ino != src->offset
+			  || (uint64_t)st.st_size != src->size || after(&st.st_ctim, &d->listed);
+		g_free(path);
+		if (changed)
+			return 1;
+	}
+	return 0;
+}
+
 int tree_unit_changed(struct tree *t, struct tree_node *unit)
 {
 	struct stat st;
@@ -1179,14 +1267,14 @@ int tree_unit_changed(struct tree *t, struct tree_node *unit)
 		changed = stat(path, &st) < 0 || st.st_mtim.tv_sec != d->stamp.tv_sec
 			  || st.st_mtim.tv_nsec != d->stamp.tv_nsec;
 		g_free(path);
-		return changed;
+		return changed || view_source_changed(t, d);
 	}
 	return stat(unit->src->path, &st) < 0 || !same_stamp(&st, &unit->src->stamp);
 }
 
 /* Reads an archive file's identity again, opening it anew when another
  * file took its name (a compaction).  Fails when it is no archive now. */
-static int reopen_archive(struct tree *t, struct tree_node *a)
+static int reopen_archive(struct tree *t, struct tree_node *a, int external)
 {
 	struct tree_source *s = a->src;
 	struct stat st;
@@ -1199,6 +1287,8 @@ static int reopen_archive(struct tree *t, struct tree_node *a)
 			return -1;
 		s->stamp = st;
 		s->writable = may_write(t, s->path, &st);
+		if (external)
+			s->epoch++;
 	} else {
 		fd = open(s->path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -1216,11 +1306,11 @@ static int reopen_archive(struct tree *t, struct tree_node *a)
 	return 0;
 }
 
-void tree_reload(struct tree *t, struct tree_node *unit)
+void tree_reload(struct tree *t, struct tree_node *unit, int external)
 {
 	__atomic_add_fetch(&t->generation, 1, __ATOMIC_ACQ_REL);
-	if (unit->kind == NODE_ARCHIVE && reopen_archive(t, unit) < 0 && unit->parent) {
-		tree_reload(t, unit->parent); /* frees unit with its folder */
+	if (unit->kind == NODE_ARCHIVE && reopen_archive(t, unit, external) < 0 && unit->parent) {
+		tree_reload(t, unit->parent, external); /* frees unit with its folder */
 		return;
 	}
 	drop_root_table(t);

@@ -30,6 +30,9 @@ struct tree_source {
 	int refs;
 	int writable;               /* the mount may change it */
 	struct stat stamp;          /* when read: a change of it means a reload */
+	uint32_t epoch;             /* bumped when another program changed the
+				     * file: bytes read of it before may be gone
+				     * (a copy over it), not only appended to */
 };
 
 struct tree_dir {
@@ -38,9 +41,11 @@ struct tree_dir {
 	struct tree_node *child;    /* count nodes, in no particular order */
 	uint32_t capacity;          /* room in child while the directory is built */
 	uint32_t *index;            /* open addressing by lowered name: child + 1 */
+	uint32_t *order;            /* children by tree_dir_cookie, made on first use */
 	uint32_t mask;              /* index size - 1 */
 	GStringChunk *names;        /* the children's names */
 	struct timespec stamp;      /* FOLDER: the folder's mtime when listed */
+	struct timespec listed;     /* FOLDER: when it was listed */
 };
 
 struct tree_node {
@@ -109,8 +114,9 @@ int tree_unit_changed(struct tree *t, struct tree_node *unit);
 
 /* Throws away what was loaded of unit (under the write lock); it is read
  * again on next use.  An archive file that is gone or no longer an archive
- * reloads the folder it was in. */
-void tree_reload(struct tree *t, struct tree_node *unit);
+ * reloads the folder it was in.  external: another program changed it,
+ * not a save of ours (which only appends): its source's epoch moves on. */
+void tree_reload(struct tree *t, struct tree_node *unit, int external);
 
 void tree_source_ref(struct tree_source *s);
 void tree_source_unref(struct tree_source *s);
@@ -123,6 +129,15 @@ int tree_is_dir(const struct tree_node *n);
 
 /* Loads a directory on first use.  Returns 0 or a negative errno. */
 int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **out);
+
+/* A listing position that means the same after the directory is read
+ * again (a reload rebuilds the children in another order): children are
+ * listed by cookie, a function of their inode number, and a listing goes
+ * on after the last cookie it returned.  Never 0. */
+uint64_t tree_dir_cookie(const struct tree_node *child);
+
+/* The children of d (of dir) by cookie, as indexes into d->child. */
+const uint32_t *tree_dir_order(struct tree *t, const struct tree_dir *d);
 
 /* ASCII case-insensitive lookup; the exact case wins among variants. */
 struct tree_node *tree_lookup(struct tree *t, struct tree_node *dir, const char *name, int *err);

@@ -14,9 +14,13 @@ enum { FAILURE_COST = 256 }; /* what a remembered failure counts against the bou
  * whichever node (of whichever reload) asks. */
 struct view_key {
 	uint64_t dev, ino;  /* the file the source lies in */
+	uint32_t epoch;     /* of that file (tree_source): rewritten by others */
 	uint64_t offset, size;
-	int64_t mtime;
-	uint32_t type;
+	int64_t mtime;      /* a loose file's in nanoseconds, with its ctime: */
+	int64_t ctime;      /*   rewritten in place in the same second, or to */
+	uint32_t type;      /*   the same size, it is another file */
+	guint name;         /* a hash of the source's name (a database's
+			     * tables follow from its name) */
 };
 
 struct cached {
@@ -43,32 +47,43 @@ static guint key_hash(gconstpointer p)
 {
 	const struct view_key *k = p;
 
-	return (guint)(k->ino * 31 + k->offset * 131 + k->size * 7 + (uint64_t)k->mtime + k->type);
+	return (guint)(k->ino * 31 + k->offset * 131 + k->size * 7 + (uint64_t)k->mtime + k->type + k->name
+		       + k->epoch);
 }
 
 static gboolean key_equal(gconstpointer a, gconstpointer b)
 {
 	const struct view_key *x = a, *y = b;
 
-	return x->dev == y->dev && x->ino == y->ino && x->offset == y->offset && x->size == y->size
-	       && x->mtime == y->mtime && x->type == y->type;
+	return x->dev == y->dev && x->ino == y->ino && x->epoch == y->epoch && x->offset == y->offset
+	       && x->size == y->size && x->mtime == y->mtime && x->ctime == y->ctime && x->type == y->type
+	       && x->name == y->name;
 }
 
-static void key_of(const struct tree_node *view, struct view_key *k)
+static void key_of(struct tree *t, const struct tree_node *view, struct view_key *k)
 {
 	const struct tree_node *src = view_source(view);
+	struct stat st;
 
 	memset(k, 0, sizeof *k);
+	k->size = src->size;
+	k->mtime = src->mtime;
 	if (src->kind == NODE_PLAIN) {
 		k->ino = src->offset; /* a folder's file: its inode number */
+		if (tree_plain_stat(t, src, &st) == 0) {
+			/* as it is now: a loose file changes under its listing */
+			k->size = (uint64_t)st.st_size;
+			k->mtime = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+			k->ctime = st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+		}
 	} else {
 		k->dev = (uint64_t)src->src->stamp.st_dev;
 		k->ino = (uint64_t)src->src->stamp.st_ino;
+		k->epoch = src->src->epoch;
 		k->offset = src->offset;
 	}
-	k->size = src->size;
-	k->mtime = src->mtime;
 	k->type = view->view;
+	k->name = g_str_hash(src->name);
 }
 
 static uint64_t cost(const struct cached *e)
@@ -241,7 +256,7 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 	struct tree_node *next = NULL;
 	struct view_key key;
 
-	key_of(view, &key);
+	key_of(t, view, &key);
 	pthread_mutex_lock(&c->lock);
 	e = g_hash_table_lookup(c->map, &key);
 	if (!e) {
@@ -253,7 +268,7 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 		g_queue_push_head_link(&c->lru, &e->link);
 		convert(c, t, e, view);
 		if (ahead && c->ahead && (next = next_view(view))) {
-			key_of(next, &key);
+			key_of(t, next, &key);
 			if (g_hash_table_contains(c->map, &key))
 				next = NULL;
 		}

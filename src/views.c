@@ -212,22 +212,24 @@ int view_size_from_header(struct tree *t, struct tree_node *view)
 static int check_bounds(struct tree *t, const struct view_type *v, struct tree_node *src,
 			struct format_error *err)
 {
-	if (v->size && src->size > VIEW_MAX_PNG)
+	uint64_t size = tree_file_size(t, src);
+
+	if (v->size && size > VIEW_MAX_PNG)
 		return format_fail(err, EFBIG, 0, "%llu bytes is more than a view converts (%u MiB)",
-				   (unsigned long long)src->size, VIEW_MAX_PNG >> 20);
+				   (unsigned long long)size, VIEW_MAX_PNG >> 20);
 	if (v->size) {
 		unsigned char hdr[256];
 		ssize_t got = tree_read(t, src, hdr, v->header_len, 0);
-		uint64_t size;
+		uint64_t image;
 
-		if (got >= 0 && v->size(hdr, (size_t)got, &size, NULL) == 0 && size > VIEW_MAX_PNG)
+		if (got >= 0 && v->size(hdr, (size_t)got, &image, NULL) == 0 && image > VIEW_MAX_PNG)
 			return format_fail(err, EFBIG, 4, "a %llu-byte image is more than a view makes (%u MiB)",
-					   (unsigned long long)size, VIEW_MAX_PNG >> 20);
+					   (unsigned long long)image, VIEW_MAX_PNG >> 20);
 		return 0;
 	}
-	if (src->size > VIEW_MAX_TEXT_SOURCE)
+	if (size > VIEW_MAX_TEXT_SOURCE)
 		return format_fail(err, EFBIG, 0, "%llu bytes is more than a text view converts (%u MiB)",
-				   (unsigned long long)src->size, VIEW_MAX_TEXT_SOURCE >> 20);
+				   (unsigned long long)size, VIEW_MAX_TEXT_SOURCE >> 20);
 	return 0;
 }
 
@@ -235,7 +237,7 @@ static int read_source(struct tree *t, struct tree_node *src, GByteArray *buf, s
 {
 	ssize_t got;
 
-	g_byte_array_set_size(buf, (guint)src->size);
+	g_byte_array_set_size(buf, (guint)tree_file_size(t, src));
 	got = tree_read(t, src, buf->data, buf->len, 0);
 	if (got < 0)
 		return format_fail(err, (int)-got, 0, "cannot read the source: %s", g_strerror((int)-got));

@@ -127,6 +127,88 @@ done
 check "an entry removed and made again at once reads the new text" [ "$(cat "$M/texts.res/say s2")" = 'again 5' ]
 check "... also once the kernel forgot it" same_after_forget "texts.res/say s2"
 
+# ---- changes by other programs -----------------------------------------------------------
+# a listing read in small pieces goes on where it was when the archive is
+# read again meanwhile (no name twice, none left out but the removed one)
+cat > "$WORK/getdents.py" <<'EOF'
+import ctypes, os, struct, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def piece(fd):
+    buf = ctypes.create_string_buffer(150)
+    n = libc.syscall(217, fd, buf, 150)  # getdents64, a few names at a time
+    if n < 0:
+        raise OSError(ctypes.get_errno(), 'getdents64')
+    names, pos = [], 0
+    while pos < n:
+        reclen = struct.unpack_from('<H', buf.raw, pos + 16)[0]
+        names.append(buf.raw[pos + 19:pos + reclen].split(b'\0')[0].decode())
+        pos += reclen
+    return names
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+names = piece(fd)
+subprocess.run(sys.argv[2:], check=True)
+while True:
+    more = piece(fd)
+    if not more:
+        break
+    names += more
+print('\n'.join(names))
+EOF
+ls "$M/textures.res" | sort > "$WORK/before"
+python3 "$WORK/getdents.py" "$M/textures.res" sh -c \
+	"'$E' rm '$G/textures.res/logo_nival.mmp' && cat '$M/textures.res/ui_button.mmp' > /dev/null" > "$WORK/during"
+check "a listing read in pieces across a reload repeats no name" [ -z "$(sort "$WORK/during" | uniq -d)" ]
+check "... and leaves out only what was removed" \
+	[ "$(sort -u "$WORK/during" | comm -23 "$WORK/before" - | tr '\n' ' ')" = "logo_nival.mmp logo_nival.png " ]
+
+# a name another program added is found at once, also in an archive not
+# opened yet; the first read after a change is the new contents
+printf 'hello' | "$E" put "$G/texts.res/brandnew" -
+check "a name added by another program is found at once" [ "$(cat "$M/texts.res/brandnew" 2>&1)" = hello ]
+printf 'hi' | "$E" put "$G/quests.res/z1q1.mq/z1q1/late.txt" -
+check "... also in an archive first opened after the change" [ "$(cat "$M/quests.res/z1q1.mq/z1q1/late.txt" 2>&1)" = hi ]
+stale=0
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	printf "round $i" | "$E" put "$G/texts.res/round.txt" -
+	[ "$(cat "$M/texts.res/round.txt")" = "round $i" ] || stale=$((stale + 1))
+done
+check "the first read after each change by another program is the new contents (12 rounds)" [ $stale -eq 0 ]
+
+# two changes in one second: the listing of a folder inside the archive follows
+printf 1 | "$E" put "$G/texts.res/sub/one" -
+ls "$M/texts.res/sub" > /dev/null
+printf 2 | "$E" put "$G/texts.res/sub/two" - && printf 3 | "$E" put "$G/texts.res/sub/three" -
+cat "$M/texts.res/map.txt" > /dev/null # an open notices the change
+check "a folder in an archive lists what two changes in one second left" \
+	[ "$(ls "$M/texts.res/sub" | tr '\n' ' ')" = "one three two " ]
+
+# an archive copied over the mounted one (same inode), with the same sizes
+# and times: other bytes, other views
+mkdir -p "$WORK/va" "$WORK/vb"
+"$E" cat "$G/textures.res/cursor.mmp" > "$WORK/va/cursor.mmp"
+cp "$WORK/va/cursor.mmp" "$WORK/vb/cursor.mmp"
+printf '\377\377\377\377\377\377\377\377' | dd of="$WORK/vb/cursor.mmp" bs=1 seek=100 conv=notrunc 2>/dev/null
+printf '#res' > "$WORK/va/map.txt"; printf '#rez' > "$WORK/vb/map.txt"
+"$E" pack --time 1000000000 "$WORK/va" "$WORK/va.res" && "$E" pack --time 1000000000 "$WORK/vb" "$WORK/vb.res"
+cp "$WORK/va.res" "$G/copied.res"
+ls "$M" > /dev/null
+cat "$M/copied.res/map.txt" "$M/copied.res/cursor.png" > /dev/null
+cp "$WORK/vb.res" "$G/copied.res"
+check "an archive copied over the mounted one shows its bytes" [ "$(cat "$M/copied.res/map.txt")" = '#rez' ]
+"$E" convert "$WORK/vb/cursor.mmp" "$WORK/vb.png"
+check "... and its views" cmp -s "$M/copied.res/cursor.png" "$WORK/vb.png"
+
+# a loose REG rewritten in place to the same size: its INI view follows
+cp "$G/config.reg" "$WORK/config.reg"
+sed -i 's/^BackstabMult=.*/BackstabMult=0.125/' "$M/config.ini"
+cp "$G/config.reg" "$WORK/config2.reg"
+cat "$M/config.ini" > /dev/null
+cat "$WORK/config.reg" > "$G/config.reg" # back to the old REG, in place, same size
+sleep 1.2
+check "the INI view of a loose REG rewritten in place by another program follows it" \
+	[ "$(sed -n 's/^BackstabMult=//p' "$M/config.ini")" != 0.125 ]
+check "... with its size" [ "$(stat -c %s "$M/config.ini")" = "$(cat "$M/config.ini" | wc -c)" ]
+
 for a in texts.res quests.res; do
 	check "$a checks clean" "$E" check "$G/$a" > /dev/null
 done
