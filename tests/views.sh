@@ -39,6 +39,8 @@ check "grep -r finds text in the views" sh -c "grep -rl 'questplaces=zone2' '$M'
 if command -v gdk-pixbuf-thumbnailer >/dev/null; then
 	gdk-pixbuf-thumbnailer -s 32 "$M/textures.res/spell_rune.png" "$WORK/thumb.png" 2>/dev/null
 	check "a desktop thumbnailer makes a thumbnail of a PNG view" sh -c "file -b '$WORK/thumb.png' | grep -q 'PNG image data'"
+else
+	echo "skip: no gdk-pixbuf-thumbnailer (contrib/install-deps installs libgdk-pixbuf2.0-bin)"
 fi
 do_umount "$M"
 
