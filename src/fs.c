@@ -36,16 +36,10 @@ void node_identity(const struct tree_node *n, struct identity *id)
 	id->offset = n->offset;
 	id->mtime = n->mtime;
 	id->kind = n->kind;
-	if (n->kind == NODE_PLAIN) {
-		/* a loose file's times are whole seconds here, and anyone may
-		 * rewrite it in place within one: each listing of its folder
-		 * (there is one after every change seen) makes it another */
-		const struct timespec *l = &n->parent->dir->listed;
-
-		id->epoch = (uint32_t)((uint64_t)l->tv_sec * 1000003u + (uint64_t)l->tv_nsec);
-	} else {
+	if (n->kind == NODE_PLAIN)
+		id->epoch = n->plain_stamp; /* rewritten in place: same size, same second */
+	else
 		id->epoch = n->kind != NODE_FOLDER && n->src ? n->src->epoch : 0;
-	}
 }
 
 /* ---- notifications ----------------------------------------------------- */
@@ -279,7 +273,22 @@ static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, 
 	g_array_unref(before);
 }
 
-int fs_refresh(struct fs *fs, struct inode *in)
+/* Reads in's unit again after another program changed it. */
+static void reload_changed(struct fs *fs, struct inode *in, int wait)
+{
+	char *what = inode_path(fs->inodes, in);
+
+	log_msg(LOG_INFO, "%s: changed on disk; reading it again", what);
+	g_free(what);
+	reload(fs, in, NULL, 1);
+	/* the kernel learns what went stale before the open that found the
+	 * change replies.  Never in a lookup: the kernel holds the parent's
+	 * lock, which forgetting a name of it needs */
+	if (wait)
+		notify_wait(fs);
+}
+
+int fs_refresh(struct fs *fs, struct inode *in, int wait)
 {
 	struct tree_node *n, *unit;
 	int changed;
@@ -290,18 +299,10 @@ int fs_refresh(struct fs *fs, struct inode *in)
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	unit = n ? tree_unit(n) : NULL;
-	changed = unit && tree_unit_changed(fs->tree, unit);
+	changed = unit && (tree_unit_changed(fs->tree, unit) || tree_plain_changed(fs->tree, n));
 	tree_read_unlock(fs->tree);
-	if (changed) {
-		char *what = inode_path(fs->inodes, in);
-
-		log_msg(LOG_INFO, "%s: changed on disk; reading it again", what);
-		g_free(what);
-		reload(fs, in, NULL, 1);
-		/* the kernel learns what went stale before the open or lookup
-		 * that found the change replies (none holds a lock of it) */
-		notify_wait(fs);
-	}
+	if (changed)
+		reload_changed(fs, in, wait);
 	return changed;
 }
 
@@ -403,6 +404,7 @@ static int is_folder_inode(struct fs *fs, struct inode *in)
 	return folder;
 }
 
+
 static int is_loose_inode(struct fs *fs, struct inode *in)
 {
 	int is;
@@ -419,12 +421,14 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct inode *pin = fs_inode(fs, parent), *in;
 	struct fuse_entry_param e;
 	struct tree_node *pn, *n;
-	int err = 0, refreshed = 0;
+	int err = 0, refreshed = 0, plain_checked = 0;
+	char *pname = NULL;
 
 	/* another program may have changed what the name stands for: a
-	 * folder is checked each time, an archive when the name is not found */
+	 * folder is checked each time (its mtime; a loose file found, its
+	 * own times), an archive when the name is not found */
 	if (is_folder_inode(fs, pin))
-		refreshed = fs_refresh(fs, pin) >= 0;
+		refreshed = fs_refresh(fs, pin, 0) >= 0;
 again:
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
@@ -434,7 +438,7 @@ again:
 	if (!n && !refreshed && (err == ENOENT || err == EIO)) {
 		tree_read_unlock(fs->tree);
 		refreshed = 1;
-		if (fs_refresh(fs, pin) > 0)
+		if (fs_refresh(fs, pin, 0) > 0)
 			goto again; /* nodes of the old generation are gone */
 		tree_read_lock(fs->tree);
 		pn = inode_node(fs->inodes, pin);
@@ -442,13 +446,25 @@ again:
 		if (!pn)
 			err = ESTALE;
 	}
+	if (n && !plain_checked && loose(n) && !__atomic_load_n(&fs->saving, __ATOMIC_ACQUIRE)) {
+		plain_checked = 1;
+		if (tree_plain_changed(fs->tree, n)) {
+			tree_read_unlock(fs->tree);
+			reload_changed(fs, pin, 0);
+			goto again;
+		}
+	}
+	if (!n && err == ENOENT && log_debugging() && pn)
+		pname = g_strdup(pn->name);
 	if (n) {
 		in = inodes_lookup(fs->inodes, pin, n);
 		fs_fill_entry(fs, in, n, &e);
 	}
 	tree_read_unlock(fs->tree);
-	if (!n && err == ENOENT && reply_scratch(req, fs, pin, name))
+	if (!n && err == ENOENT && reply_scratch(req, fs, pin, name)) {
+		g_free(pname);
 		return;
+	}
 	if (n) {
 		fuse_reply_entry(req, &e);
 	} else if (err == ENOENT && fs->writable && pin == inodes_root(fs->inodes)
@@ -460,7 +476,7 @@ again:
 		fuse_reply_entry(req, &e);
 	} else if (err == ENOENT) {
 		if (log_debugging())
-			log_msg(LOG_DEBUG, "lookup: no %s in %s", name, pn ? pn->name : "?");
+			log_msg(LOG_DEBUG, "lookup: no %s in %s", name, pname ? pname : "?");
 		/* a negative entry: the kernel may remember that it is absent
 		 * (briefly when the mount changes) */
 		memset(&e, 0, sizeof e);
@@ -469,6 +485,7 @@ again:
 	} else {
 		fuse_reply_err(req, err);
 	}
+	g_free(pname);
 }
 
 static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -529,7 +546,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	if (is_loose_inode(fs, in))
-		fs_refresh(fs, in); /* rewritten in place: its views follow */
+		fs_refresh(fs, in, 0); /* rewritten in place: its views follow */
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	if (!n && !h && __atomic_load_n(&in->replaced, __ATOMIC_ACQUIRE))
@@ -580,7 +597,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_open_scratch(req, fs, in, fi);
 		return;
 	}
-	fs_refresh(fs, in);
+	fs_refresh(fs, in, 1);
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	if (!n && __atomic_load_n(&in->replaced, __ATOMIC_ACQUIRE)) {
@@ -667,7 +684,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	fs_refresh(fs, fs_inode(fs, ino));
+	fs_refresh(fs, fs_inode(fs, ino), 1);
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);

@@ -99,9 +99,10 @@ void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move);
 /* The move alone, when the save it came with wrote nothing. */
 void fs_move(struct fs *fs, const struct fs_move *move);
 
-/* Checks whether the unit of in's node changed on disk; reloads if so
- * (returns 1 then), and tells the kernel before it returns. */
-int fs_refresh(struct fs *fs, struct inode *in);
+/* Checks whether the unit of in's node changed on disk (or in's loose
+ * file, in place); reloads if so (returns 1 then).  wait: the kernel is
+ * told before it returns (not from a lookup: see reload_changed). */
+int fs_refresh(struct fs *fs, struct inode *in, int wait);
 
 /* Kernel cache invalidations, sent by a thread of their own (the kernel
  * may hold locks the request in progress needs). */

@@ -23,6 +23,7 @@ struct tree {
 	pthread_mutex_t lock;            /* serialises directory loads */
 	pthread_rwlock_t reload_lock; /* readers of nodes against tree_reload */
 	uint64_t generation;    /* bumped by every reload */
+	uint32_t epochs;        /* the last tree_source.epoch given out */
 	uint64_t nodes;
 	int writable;
 	uid_t uid;              /* owner of SRC, shown as every node's owner */
@@ -108,6 +109,9 @@ static struct tree_source *source_new(struct tree *t, int fd, const char *path, 
 	s->refs = 1;
 	s->stamp = *st;
 	s->writable = may_write(t, path, st);
+	/* never an epoch given before, or a file put back as it was under the
+	 * same inode would meet views cached from its earlier contents */
+	s->epoch = __atomic_add_fetch(&t->epochs, 1, __ATOMIC_RELAXED);
 	return s;
 }
 
@@ -361,6 +365,20 @@ static void add_views(struct tree *t, struct tree_dir *d, struct tree_node *dir)
 
 /* ---- folders ------------------------------------------------------------ */
 
+/* A loose file's change time (and mtime's nanoseconds) folded into 32
+ * bits: it moves with every write in place, which may keep size and mtime
+ * seconds, and unlike the clock it is the file's own. */
+static uint32_t file_stamp(const struct stat *st)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const uint64_t parts[] = { (uint64_t)st->st_ctim.tv_sec, (uint64_t)st->st_ctim.tv_nsec,
+				   (uint64_t)st->st_mtim.tv_nsec };
+
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+		h = (h ^ parts[i]) * 0x100000001b3ull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
 static void folder_child(struct tree *t, struct tree_node *n, const char *path, const struct stat *st)
 {
 	n->mtime = st->st_mtime;
@@ -373,6 +391,7 @@ static void folder_child(struct tree *t, struct tree_node *n, const char *path, 
 	}
 	n->kind = NODE_PLAIN;
 	n->plain_fd = -1;
+	n->plain_stamp = file_stamp(st);
 	n->offset = (uint64_t)st->st_ino; /* who it is, for caches of its views */
 	if (names_is_archive_ext(n->name)) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -402,7 +421,6 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 	int rc = 0;
 
 	struct stat self;
-	struct timespec listed;
 
 	if (!d || fstat(dirfd(d), &self) < 0) {
 		rc = -errno;
@@ -411,8 +429,6 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 			closedir(d);
 		goto out;
 	}
-	/* the clock file times are stamped with, so that "after" compares like */
-	clock_gettime(CLOCK_REALTIME_COARSE, &listed);
 	while ((de = readdir(d))) {
 		struct stat st;
 
@@ -426,7 +442,6 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 	closedir(d);
 	td = dir_new(t, names->len);
 	td->stamp = self.st_mtim;
-	td->listed = listed;
 	for (guint i = 0; i < names->len; i++) {
 		struct tree_node *n = &td->child[i];
 		char *child_path = g_build_filename(path, names->pdata[i], NULL);
@@ -1224,32 +1239,21 @@ static int same_stamp(const struct stat *a, const struct stat *b)
 	       && a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-static int after(const struct timespec *a, const struct timespec *b)
-{
-	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
-}
-
-/* A loose file that views are made from, changed in place since its
- * folder was listed (its views were made from what it was). */
-static int view_source_changed(struct tree *t, const struct tree_dir *d)
+int tree_plain_changed(struct tree *t, const struct tree_node *n)
 {
 	struct stat st;
+	char *path;
+	int changed;
 
-	for (uint32_t i = 0; i < d->count; i++) {
-		const struct tree_node *v = &d->child[i], *src;
-		char *path;
-		int changed;
-
-		if (v->kind != NODE_VIEW || (src = &d->child[v->source])->kind != NODE_PLAIN)
-			continue;
-		path = real_path(t, src);
-		changed = stat(path, &st) < 0 || (uint64_t)st.st_ino != src->offset
-			  || (uint64_t)st.st_size != src->size || after(&st.st_ctim, &d->listed);
-		g_free(path);
-		if (changed)
-			return 1;
-	}
-	return 0;
+	if (n->kind == NODE_VIEW)
+		n = &n->parent->dir->child[n->source];
+	if (n->kind != NODE_PLAIN)
+		return 0;
+	path = real_path(t, n);
+	changed = stat(path, &st) < 0 || (uint64_t)st.st_ino != n->offset || (uint64_t)st.st_size != n->size
+		  || file_stamp(&st) != n->plain_stamp;
+	g_free(path);
+	return changed;
 }
 
 int tree_unit_changed(struct tree *t, struct tree_node *unit)
@@ -1267,7 +1271,7 @@ int tree_unit_changed(struct tree *t, struct tree_node *unit)
 		changed = stat(path, &st) < 0 || st.st_mtim.tv_sec != d->stamp.tv_sec
 			  || st.st_mtim.tv_nsec != d->stamp.tv_nsec;
 		g_free(path);
-		return changed || view_source_changed(t, d);
+		return changed;
 	}
 	return stat(unit->src->path, &st) < 0 || !same_stamp(&st, &unit->src->stamp);
 }
@@ -1288,7 +1292,7 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external)
 		s->stamp = st;
 		s->writable = may_write(t, s->path, &st);
 		if (external)
-			s->epoch++;
+			s->epoch = __atomic_add_fetch(&t->epochs, 1, __ATOMIC_RELAXED);
 	} else {
 		fd = open(s->path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)

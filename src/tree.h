@@ -45,7 +45,6 @@ struct tree_dir {
 	uint32_t mask;              /* index size - 1 */
 	GStringChunk *names;        /* the children's names */
 	struct timespec stamp;      /* FOLDER: the folder's mtime when listed */
-	struct timespec listed;     /* FOLDER: when it was listed */
 };
 
 struct tree_node {
@@ -63,7 +62,10 @@ struct tree_node {
 	uint8_t faults;             /* RES_FAULT_* of an entry */
 	uint8_t view;               /* VIEW: its type in the table of views.c */
 	union {
-		int plain_fd;                /* PLAIN: opened on first read, -1 before */
+		struct {
+			int plain_fd;        /* PLAIN: opened on first read, -1 before */
+			uint32_t plain_stamp; /* PLAIN: its change time when listed (tree_plain_changed) */
+		};
 		struct pending_dir *pending; /* VDIR: what it holds, until first use */
 		struct res_table *table;     /* the mounted ARCHIVE: read at mount, until first use */
 		uint32_t slot;               /* ENTRY, nested ARCHIVE: its index in its archive's table */
@@ -111,6 +113,11 @@ struct tree_node *tree_unit(struct tree_node *n);
 /* Whether a unit differs on disk from what was read (another program, a
  * save): an archive file's identity, size or mtime, a folder's mtime. */
 int tree_unit_changed(struct tree *t, struct tree_node *unit);
+
+/* Whether a loose file (n PLAIN, or a VIEW of one) was changed in place
+ * since its folder was listed, which leaves the folder's mtime alone: one
+ * stat(2).  0 for any other node. */
+int tree_plain_changed(struct tree *t, const struct tree_node *n);
 
 /* Throws away what was loaded of unit (under the write lock); it is read
  * again on next use.  An archive file that is gone or no longer an archive

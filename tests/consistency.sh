@@ -209,6 +209,29 @@ check "the INI view of a loose REG rewritten in place by another program follows
 	[ "$(sed -n 's/^BackstabMult=//p' "$M/config.ini")" != 0.125 ]
 check "... with its size" [ "$(stat -c %s "$M/config.ini")" = "$(cat "$M/config.ini" | wc -c)" ]
 
+# a saved view keeps its text as written while its REG is as saved, also
+# when another loose file of the same folder is saved or changed
+cp "$G/config.reg" "$G/second.reg"
+{ cat "$M/config.ini"; echo '; a note the REG has no room for'; } > "$WORK/noted.ini"
+cp "$WORK/noted.ini" "$M/config.ini"
+sed -i 's/^BackstabMult=.*/BackstabMult=0.5/' "$M/second.ini"
+echo other > "$G/other.txt"
+ls "$M" > /dev/null
+check "a saved view keeps its text when another loose REG of its folder is saved" \
+	grep -q '^; a note the REG has no room for' "$M/config.ini"
+check "... and the other REG has its change" [ "$(ini_key second.reg BackstabMult)" = 0.5 ]
+
+# a lookup that finds the folder changed does not wait on the kernel, which
+# holds the folder locked while it looks up (a name of it went away)
+echo x > "$G/gone.txt"
+stat "$M/gone.txt" > /dev/null
+rm "$G/gone.txt"; echo y > "$G/fresh.txt"
+t0=$(date +%s%N)
+stat "$M/fresh.txt" > /dev/null
+t1=$(date +%s%N)
+check "a lookup in a folder changed by another program answers at once ($(( (t1 - t0) / 1000000 )) ms)" \
+	[ $(( (t1 - t0) / 1000000 )) -lt 500 ]
+
 for a in texts.res quests.res; do
 	check "$a checks clean" "$E" check "$G/$a" > /dev/null
 done
