@@ -14,11 +14,11 @@ enum { FAILURE_COST = 256 }; /* what a remembered failure counts against the bou
  * whichever node (of whichever reload) asks. */
 struct view_key {
 	uint64_t dev, ino;  /* the file the source lies in */
-	uint32_t epoch;     /* of that file (tree_source): rewritten by others */
+	uint32_t epoch;     /* of that file (tree_source, a loose file's
+			     * plain_stamp): rewritten by others */
 	uint64_t offset, size;
-	int64_t mtime;      /* a loose file's in nanoseconds, with its ctime: */
-	int64_t ctime;      /*   rewritten in place in the same second, or to */
-	uint32_t type;      /*   the same size, it is another file */
+	int64_t mtime;
+	uint32_t type;
 	guint name;         /* a hash of the source's name (a database's
 			     * tables follow from its name) */
 };
@@ -56,26 +56,21 @@ static gboolean key_equal(gconstpointer a, gconstpointer b)
 	const struct view_key *x = a, *y = b;
 
 	return x->dev == y->dev && x->ino == y->ino && x->epoch == y->epoch && x->offset == y->offset
-	       && x->size == y->size && x->mtime == y->mtime && x->ctime == y->ctime && x->type == y->type
+	       && x->size == y->size && x->mtime == y->mtime && x->type == y->type
 	       && x->name == y->name;
 }
 
-static void key_of(struct tree *t, const struct tree_node *view, struct view_key *k)
+static void key_of(const struct tree_node *view, struct view_key *k)
 {
 	const struct tree_node *src = view_source(view);
-	struct stat st;
 
 	memset(k, 0, sizeof *k);
 	k->size = src->size;
 	k->mtime = src->mtime;
 	if (src->kind == NODE_PLAIN) {
 		k->ino = src->offset; /* a folder's file: its inode number */
-		if (tree_plain_stat(t, src, &st) == 0) {
-			/* as it is now: a loose file changes under its listing */
-			k->size = (uint64_t)st.st_size;
-			k->mtime = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-			k->ctime = st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
-		}
+		/* its times when listed: a rewrite in place, noticed, relists */
+		k->epoch = src->plain_stamp;
 	} else {
 		k->dev = (uint64_t)src->src->stamp.st_dev;
 		k->ino = (uint64_t)src->src->stamp.st_ino;
@@ -256,7 +251,7 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 	struct tree_node *next = NULL;
 	struct view_key key;
 
-	key_of(t, view, &key);
+	key_of(view, &key);
 	pthread_mutex_lock(&c->lock);
 	e = g_hash_table_lookup(c->map, &key);
 	if (!e) {
@@ -268,7 +263,7 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 		g_queue_push_head_link(&c->lru, &e->link);
 		convert(c, t, e, view);
 		if (ahead && c->ahead && (next = next_view(view))) {
-			key_of(t, next, &key);
+			key_of(next, &key);
 			if (g_hash_table_contains(c->map, &key))
 				next = NULL;
 		}
