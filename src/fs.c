@@ -390,27 +390,20 @@ static int reply_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, const
 	return 1;
 }
 
-/* Whether in is a folder of the game folder (its listing and loose files
- * change under it, and a stat of them is cheap). */
-static int is_folder_inode(struct fs *fs, struct inode *in)
+static int is_folder(const struct tree_node *n)
 {
-	struct tree_node *n;
-	int folder;
-
-	tree_read_lock(fs->tree);
-	n = inode_node(fs->inodes, in);
-	folder = n && n->kind == NODE_FOLDER;
-	tree_read_unlock(fs->tree);
-	return folder;
+	return n && n->kind == NODE_FOLDER;
 }
 
-
-static int is_loose_inode(struct fs *fs, struct inode *in)
+/* Whether in's node, if it has one, is what pred says.  A folder of the
+ * game folder and a loose file change under the mount, and a stat of them
+ * is cheap: lookup and getattr look at them again. */
+static int inode_is(struct fs *fs, struct inode *in, int (*pred)(const struct tree_node *))
 {
 	int is;
 
 	tree_read_lock(fs->tree);
-	is = loose(inode_node(fs->inodes, in));
+	is = pred(inode_node(fs->inodes, in));
 	tree_read_unlock(fs->tree);
 	return is;
 }
@@ -427,7 +420,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	/* another program may have changed what the name stands for: a
 	 * folder is checked each time (its mtime; a loose file found, its
 	 * own times), an archive when the name is not found */
-	if (is_folder_inode(fs, pin))
+	if (inode_is(fs, pin, is_folder))
 		refreshed = fs_refresh(fs, pin, 0) >= 0;
 again:
 	tree_read_lock(fs->tree);
@@ -545,7 +538,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, fs->timeout);
 		return;
 	}
-	if (is_loose_inode(fs, in))
+	if (inode_is(fs, in, loose))
 		fs_refresh(fs, in, 0); /* rewritten in place: its views follow */
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
