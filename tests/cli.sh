@@ -13,8 +13,8 @@ check "--version" sh -c "'$E' --version | grep -Eq '^eifs [0-9]+\.[0-9]+'"
 "$E" ls "$WORK/no-such-entry" 2>/dev/null; check "missing path inside a source exits 1" [ $? -eq 1 ]
 
 # ls: the demo's nested archives, backslash directories and cp1251 names
-"$E" ls -R "$DEMO" > "$WORK/ls" 2>"$WORK/ls.err"
-check "ls -R exits 0 without warnings" [ $? -eq 0 ] && [ ! -s "$WORK/ls.err" ]
+"$E" ls -R "$DEMO" > "$WORK/ls" 2>"$WORK/ls.err"; rc=$?
+check "ls -R exits 0 without warnings" eval '[ $rc -eq 0 ] && [ ! -s "$WORK/ls.err" ]'
 for p in "texts.res/Gipat Medium (тип материала - кожа)" "figures.res/unmotr.anm/cidle/hd" \
 	 "quests.res/z1q1.mq/z1q1/map.txt" "maps/zone1.mpr/Zone1001001.sec" "texts.res/zone gz9g"; do
 	check "ls -R shows $p" grep -qxF "$p" "$WORK/ls"
@@ -33,7 +33,7 @@ while IFS= read -r f; do
 	n=$((n + 1))
 	"$E" cat "$DEMO/$f" | cmp -s - "$SRCDEMO/$inner" || { bad=$((bad + 1)); echo "differs: $f"; }
 done < "$WORK/ls"
-check "cat of $n entries equals the demo sources" [ "$n" -ge 15 ] && [ "$bad" -eq 0 ]
+check "cat of $n entries equals the demo sources" eval '[ "$n" -ge 15 ] && [ "$bad" -eq 0 ]'
 check "cat with the other ASCII case" sh -c "'$E' cat '$DEMO/TEXTS.RES/MAP.TXT' | cmp -s - '$SRCDEMO/texts.res/map.txt'"
 check "cat with a backslash path" sh -c "'$E' cat '$DEMO/quests.res/z1q1.mq/z1q1\\map.txt' | grep -q '#zone z1q1'"
 "$E" cat "$DEMO/figures.res" >/dev/null 2>&1; check "cat of a directory fails" [ $? -eq 1 ]
@@ -57,17 +57,17 @@ check "pack --no-align packs data tightly" [ "$(stat -c %s "$WORK/p1.res")" -eq 
 "$E" pack --dedup "$WORK/p" "$WORK/p2.res"
 check "pack --dedup stores identical data once" [ "$(stat -c %s "$WORK/p2.res")" -eq $((16 + 16 + 16 + 3 * 22 + 10)) ]
 check "cp1251 name packed and read back" sh -c "'$E' cat '$WORK/p2.res/sub/Кожа' | grep -qx x"
-touch "$WORK/p/中"; "$E" pack "$WORK/p" "$WORK/p3.res" 2>"$WORK/p3.err"
-check "pack refuses a name cp1251 cannot hold" [ $? -eq 1 ] && grep -q 'cp1251' "$WORK/p3.err" && [ ! -e "$WORK/p3.res" ]
+touch "$WORK/p/中"; "$E" pack "$WORK/p" "$WORK/p3.res" 2>"$WORK/p3.err"; rc=$?
+check "pack refuses a name cp1251 cannot hold" eval '[ $rc -eq 1 ] && grep -q '\''cp1251'\'' "$WORK/p3.err" && [ ! -e "$WORK/p3.res" ]'
 check "a failed pack leaves no temp file" sh -c "! ls '$WORK' | grep -q eifs-tmp"
 
 # check: good archives pass; broken ones fail with the offset named
 check "check passes on every demo archive" "$E" check "$DEMO/texts.res" "$DEMO/figures.res" "$DEMO/quests.res" "$DEMO/maps/zone1.mpr"
 rawres "$WORK/unreach.res" 'first' 'aaa' 'second' 'bbb'
-"$E" check "$WORK/unreach.res" > "$WORK/chk" 2>&1
-check "check reports entries the hash chain cannot reach" [ $? -eq 1 ] && grep -q 'not reachable' "$WORK/chk"
+"$E" check "$WORK/unreach.res" > "$WORK/chk" 2>&1; rc=$?
+check "check reports entries the hash chain cannot reach" eval '[ $rc -eq 1 ] && grep -q '\''not reachable'\'' "$WORK/chk"'
 printf '\074\342\234\001\012\000\000\000\020\000\000\000\000\000\000\000' > "$WORK/trunc.res"
 "$E" check "$WORK/trunc.res" > "$WORK/chk2" 2>&1; rc=$?
-check "check of a truncated table fails, naming the offset" [ $rc -ne 0 ] && grep -q 'offset 4' "$WORK/chk2"
+check "check of a truncated table fails, naming the offset" eval '[ $rc -ne 0 ] && grep -q '\''offset 4'\'' "$WORK/chk2"'
 
 finish

@@ -11,7 +11,10 @@ WORK=$(mktemp -d "$TESTTMP.XXXXXX" 2>/dev/null || { mkdir -p "$TESTTMP" && mktem
 
 pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
-check() { # check "description" command...
+# check "description" COMMAND...: COMMAND alone is the check; a compound
+# condition goes through eval ('A && B'), or the shell would run B after
+# check and nothing would assert it.
+check() {
 	desc=$1; shift
 	if "$@"; then pass "$desc"; else fail "$desc"; fi
 }

@@ -8,7 +8,7 @@ M=$WORK/mnt
 
 # ---- mount the demo folder (read-only: saving is tests/writeback.sh's) ---------
 do_mount "$DEMO" "$M" -o ro; rc=$?
-check "mount returns 0 and creates the mount point" [ $rc -eq 0 ] && mounted "$M"
+check "mount returns 0 and creates the mount point" eval '[ $rc -eq 0 ] && mounted "$M"'
 check "the tree is ready when mount returns" [ -f "$M/figures.res/unmotr.anm/cidle/hd" ]
 check "one daemon serves the mount" [ "$(daemon_pids "$M" | wc -l)" -eq 1 ]
 
@@ -26,7 +26,7 @@ while IFS= read -r f; do
 	"$E" cat "$DEMO/$f" | cmp -s - "$M/$f" || { bad=$((bad + 1)); echo "differs: $f"; }
 	[ "$(stat -c %s "$M/$f")" -eq "$(wc -c < "$M/$f")" ] || { bad=$((bad + 1)); echo "size: $f"; }
 done < "$WORK/files"
-check "all $n files read through the mount equal eifs cat, sizes exact" [ "$bad" -eq 0 ] && [ "$n" -gt 30 ]
+check "all $n files read through the mount equal eifs cat, sizes exact" eval '[ "$bad" -eq 0 ] && [ "$n" -gt 30 ]'
 
 # nested archives, backslash directories, case-insensitive lookup
 check "nested .anm clips are directories" [ -d "$M/figures.res/unmotr.anm/cidle" ]
@@ -35,7 +35,7 @@ check "cp1251 names show as UTF-8" [ -f "$M/texts.res/Gipat Medium (тип ма�
 check "lookup in the other ASCII case" cmp -s "$M/TEXTS.RES/Map.Txt" "$M/texts.res/map.txt"
 check "directories in the other ASCII case" [ -d "$M/Figures.Res/UNMOTR.ANM/CIDLE" ]
 check "Cyrillic case is not folded (as in the game)" [ ! -e "$M/texts.res/Gipat Medium (ТИП материала - кожа)" ]
-check "zero-length entries" [ -f "$M/texts.res/zone gz9g" ] && [ ! -s "$M/texts.res/zone gz9g" ]
+check "zero-length entries" eval '[ -f "$M/texts.res/zone gz9g" ] && [ ! -s "$M/texts.res/zone gz9g" ]'
 
 # times, modes, inode numbers
 check "entry mtime = table timestamp" [ "$(stat -c %Y "$M/texts.res/map.txt")" = 1000000000 ]
@@ -63,9 +63,9 @@ check "8 parallel readers" [ "$pr" -eq 0 ]
 # unmount while a file is open fails cleanly; -z works
 exec 3< "$M/texts.res/map.txt"
 "$E" umount "$M" 2>"$WORK/busy.err"; rc=$?
-check "umount with an open file fails (busy)" [ $rc -ne 0 ] && mounted "$M" && grep -qi 'busy' "$WORK/busy.err"
+check "umount with an open file fails (busy)" eval '[ $rc -ne 0 ] && mounted "$M" && grep -qi '\''busy'\'' "$WORK/busy.err"'
 "$E" umount -z "$M"; rc=$?
-check "umount -z detaches while busy" [ $rc -eq 0 ] && ! mounted "$M"
+check "umount -z detaches while busy" eval '[ $rc -eq 0 ] && ! mounted "$M"'
 exec 3<&-
 check "the daemon exits after the last file closes" no_daemon "$M"
 
@@ -90,19 +90,19 @@ fi
 "$E" mount -f "$DEMO" "$M" 2>"$WORK/fg.err" &
 fg=$!
 for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
-check "-f serves in the foreground" mounted "$M" && kill -0 $fg
+check "-f serves in the foreground" eval 'mounted "$M" && kill -0 $fg'
 kill -TERM $fg; wait $fg; rc=$?
-check "SIGTERM unmounts a foreground mount cleanly" [ $rc -eq 0 ] && ! mounted "$M"
+check "SIGTERM unmounts a foreground mount cleanly" eval '[ $rc -eq 0 ] && ! mounted "$M"'
 
 # ---- sources that cannot be mounted -------------------------------------------------
 "$E" mount "$WORK/missing" "$M" 2>"$WORK/e1"; rc=$?
-check "missing source: exit 66, message on the terminal" [ $rc -eq 66 ] && grep -q 'missing' "$WORK/e1" && ! mounted "$M"
+check "missing source: exit 66, message on the terminal" eval '[ $rc -eq 66 ] && grep -q '\''missing'\'' "$WORK/e1" && ! mounted "$M"'
 printf 'not an archive' > "$WORK/plain.res"
 "$E" mount "$WORK/plain.res" "$M" 2>"$WORK/e2"; rc=$?
-check "not an archive: exit 66 naming the offset" [ $rc -eq 66 ] && grep -q 'offset 0' "$WORK/e2"
+check "not an archive: exit 66 naming the offset" eval '[ $rc -eq 66 ] && grep -q '\''offset 0'\'' "$WORK/e2"'
 printf '\074\342\234\001\377\377\377\000\020\000\000\000\000\000\000\000' > "$WORK/huge.res"
 "$E" mount "$WORK/huge.res" "$M" 2>"$WORK/e3"; rc=$?
-check "16 million declared entries in 16 bytes: refused" [ $rc -eq 66 ] && grep -q 'past the archive end' "$WORK/e3"
+check "16 million declared entries in 16 bytes: refused" eval '[ $rc -eq 66 ] && grep -q '\''past the archive end'\'' "$WORK/e3"'
 check "no daemon left after failed mounts" no_daemon "$M"
 
 # ---- names that must not escape or break paths ------------------------------------

@@ -15,7 +15,7 @@ same_sizes() { # DIR: prints the views whose sizes disagree
 }
 
 do_mount "$DEMO" "$M"
-check "PNG views beside every texture" [ -f "$M/textures.res/ground_grass.png" ] && [ -f "$M/textures.res/unmotr_skin.png" ]
+check "PNG views beside every texture" eval '[ -f "$M/textures.res/ground_grass.png" ] && [ -f "$M/textures.res/unmotr_skin.png" ]'
 check "the raw texture stays" [ -f "$M/textures.res/ground_grass.mmp" ]
 check "INI view beside a loose REG of the folder" [ -f "$M/config.ini" ]
 check "INI view beside a REG in a backslash directory of a nested archive" [ -f "$M/quests.res/z1q1.mq/z1q1/quest.ini" ]
