@@ -233,9 +233,9 @@ void fs_move(struct fs *fs, const struct fs_move *move)
 
 static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external);
 
-void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move)
+void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external)
 {
-	reload(fs, in, move, 0);
+	reload(fs, in, move, external);
 }
 
 static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external)

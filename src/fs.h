@@ -94,8 +94,9 @@ struct fs_move {
 /* After a unit changed on disk (a save, another program): reloads it and
  * tells the kernel what went stale.  in is an inode of the unit (its own
  * inode is best: a save may make the others vanish); move, when not NULL,
- * is carried out with it.  Takes the write lock itself. */
-void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move);
+ * is carried out with it; external: another program changed it too, so
+ * bytes read of it before may be gone.  Takes the write lock itself. */
+void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external);
 /* The move alone, when the save it came with wrote nothing. */
 void fs_move(struct fs *fs, const struct fs_move *move);
 

@@ -23,7 +23,9 @@ struct tree {
 	pthread_mutex_t lock;            /* serialises directory loads */
 	pthread_rwlock_t reload_lock; /* readers of nodes against tree_reload */
 	uint64_t generation;    /* bumped by every reload */
+	pthread_mutex_t epoch_lock;
 	uint32_t epochs;        /* the last tree_source.epoch given out */
+	GHashTable *file_epochs; /* struct file_epoch: the epoch of each archive file seen */
 	uint64_t nodes;
 	int writable;
 	uid_t uid;              /* owner of SRC, shown as every node's owner */
@@ -97,6 +99,100 @@ static int may_write(const struct tree *t, const char *path, const struct stat *
 	return t->writable && (st->st_mode & 0222) && access(path, W_OK) == 0;
 }
 
+/* A time this close to the clock may be shared by a later change: file
+ * systems keep times in ticks (a jiffy without fine-grained times, 2 s on
+ * FAT), so a file seen in the tick of its last change can change again
+ * unseen.  Such a stamp is trusted only once the ticks have passed, like
+ * git's "racily clean" index entries. */
+enum { RACY_SECONDS = 2 };
+
+static int racy(const struct timespec *changed)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return changed->tv_sec >= now.tv_sec - RACY_SECONDS;
+}
+
+static int same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* The contents of an archive file as last seen: an epoch names them. */
+struct file_epoch {
+	dev_t dev;
+	ino_t ino;              /* the key: dev and ino */
+	off_t size;
+	struct timespec mtim, ctim;
+	int racy;               /* seen within RACY_SECONDS of its change */
+	uint32_t epoch;
+};
+
+static guint file_epoch_hash(gconstpointer p)
+{
+	const struct file_epoch *f = p;
+
+	return (guint)(((uint64_t)f->ino * 0x9E3779B97F4A7C15ull) >> 32) ^ (guint)f->dev;
+}
+
+static gboolean file_epoch_equal(gconstpointer a, gconstpointer b)
+{
+	const struct file_epoch *x = a, *y = b;
+
+	return x->dev == y->dev && x->ino == y->ino;
+}
+
+/* Records st as the file's stamp for the epoch given (0: a new one), and
+ * returns the epoch. */
+static uint32_t file_epoch_set(struct tree *t, const struct stat *st, uint32_t epoch, int is_racy)
+{
+	struct file_epoch key = { .dev = st->st_dev, .ino = st->st_ino }, *f;
+
+	f = g_hash_table_lookup(t->file_epochs, &key);
+	if (!f) {
+		f = g_new(struct file_epoch, 1);
+		*f = key;
+		g_hash_table_add(t->file_epochs, f);
+	}
+	f->size = st->st_size;
+	f->mtim = st->st_mtim;
+	f->ctim = st->st_ctim;
+	f->racy = is_racy;
+	f->epoch = epoch ? epoch : ++t->epochs;
+	return f->epoch;
+}
+
+/* The epoch of an archive file's contents: the one given before while the
+ * file keeps its stamp (a folder listed again reopens every archive in
+ * it, and their cached views stay good), a new one when it changed or was
+ * last seen too soon after a change to be sure.  Never one given to other
+ * contents: a file put back as it was would meet views of what it held. */
+static uint32_t epoch_of(struct tree *t, const struct stat *st)
+{
+	struct file_epoch key = { .dev = st->st_dev, .ino = st->st_ino }, *f;
+	uint32_t epoch;
+
+	pthread_mutex_lock(&t->epoch_lock);
+	f = g_hash_table_lookup(t->file_epochs, &key);
+	if (f && !f->racy && f->size == st->st_size && same_time(&f->mtim, &st->st_mtim)
+	    && same_time(&f->ctim, &st->st_ctim))
+		epoch = f->epoch;
+	else
+		epoch = file_epoch_set(t, st, 0, racy(&st->st_ctim));
+	pthread_mutex_unlock(&t->epoch_lock);
+	return epoch;
+}
+
+/* A save through this tree made st the file's stamp: the bytes read before
+ * are still there (a save appends), so the epoch stays. */
+static void epoch_after_save(struct tree *t, const struct stat *st, uint32_t epoch)
+{
+	pthread_mutex_lock(&t->epoch_lock);
+	file_epoch_set(t, st, epoch, 0);
+	pthread_mutex_unlock(&t->epoch_lock);
+}
+
 static struct tree_source *source_new(struct tree *t, int fd, const char *path, const struct stat *st)
 {
 	struct tree_source *s = g_new0(struct tree_source, 1);
@@ -109,9 +205,7 @@ static struct tree_source *source_new(struct tree *t, int fd, const char *path, 
 	s->refs = 1;
 	s->stamp = *st;
 	s->writable = may_write(t, path, st);
-	/* never an epoch given before, or a file put back as it was under the
-	 * same inode would meet views cached from its earlier contents */
-	s->epoch = __atomic_add_fetch(&t->epochs, 1, __ATOMIC_RELAXED);
+	s->epoch = epoch_of(t, st);
 	return s;
 }
 
@@ -367,7 +461,8 @@ static void add_views(struct tree *t, struct tree_dir *d, struct tree_node *dir)
 
 /* A loose file's change time (and mtime's nanoseconds) folded into 32
  * bits: it moves with every write in place, which may keep size and mtime
- * seconds, and unlike the clock it is the file's own. */
+ * seconds, and unlike the clock it is the file's own.  The low bit says
+ * the stamp is racy (taken too soon after the change to be sure of). */
 static uint32_t file_stamp(const struct stat *st)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -376,7 +471,7 @@ static uint32_t file_stamp(const struct stat *st)
 
 	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
 		h = (h ^ parts[i]) * 0x100000001b3ull;
-	return (uint32_t)(h ^ (h >> 32));
+	return ((uint32_t)(h ^ (h >> 32)) & ~1u) | (uint32_t)racy(&st->st_ctim);
 }
 
 static void folder_child(struct tree *t, struct tree_node *n, const char *path, const struct stat *st)
@@ -442,6 +537,7 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 	closedir(d);
 	td = dir_new(t, names->len);
 	td->stamp = self.st_mtim;
+	td->racy = racy(&self.st_mtim);
 	for (guint i = 0; i < names->len; i++) {
 		struct tree_node *n = &td->child[i];
 		char *child_path = g_build_filename(path, names->pdata[i], NULL);
@@ -1086,6 +1182,8 @@ static struct tree *tree_new(const char *path, int writable)
 	t->root_name = g_path_get_basename(path);
 	t->writable = writable;
 	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->epoch_lock, NULL);
+	t->file_epochs = g_hash_table_new_full(file_epoch_hash, file_epoch_equal, g_free, NULL);
 	pthread_rwlockattr_init(&attr);
 	/* a save must not wait behind an endless stream of readers */
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -1188,6 +1286,8 @@ void tree_free(struct tree *t)
 		tree_source_unref(t->root.src);
 	pthread_rwlock_destroy(&t->reload_lock);
 	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->epoch_lock);
+	g_hash_table_destroy(t->file_epochs);
 	free(t->src_path);
 	g_free(t->root_name);
 	g_free(t);
@@ -1235,8 +1335,9 @@ struct tree_node *tree_unit(struct tree_node *n)
 
 static int same_stamp(const struct stat *a, const struct stat *b)
 {
+	/* ctime too: a tool that puts the mtime back still moves it */
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size
-	       && a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+	       && same_time(&a->st_mtim, &b->st_mtim) && same_time(&a->st_ctim, &b->st_ctim);
 }
 
 int tree_plain_changed(struct tree *t, const struct tree_node *n)
@@ -1250,6 +1351,7 @@ int tree_plain_changed(struct tree *t, const struct tree_node *n)
 	if (n->kind != NODE_PLAIN)
 		return 0;
 	path = real_path(t, n);
+	/* a racy stamp is taken again once it can be trusted */
 	changed = stat(path, &st) < 0 || (uint64_t)st.st_ino != n->offset || (uint64_t)st.st_size != n->size
 		  || file_stamp(&st) != n->plain_stamp;
 	g_free(path);
@@ -1268,8 +1370,9 @@ int tree_unit_changed(struct tree *t, struct tree_node *unit)
 		if (!d)
 			return 0;
 		path = real_path(t, unit);
-		changed = stat(path, &st) < 0 || st.st_mtim.tv_sec != d->stamp.tv_sec
-			  || st.st_mtim.tv_nsec != d->stamp.tv_nsec;
+		/* a listing racy when made is made again once it can be trusted */
+		changed = stat(path, &st) < 0 || !same_time(&st.st_mtim, &d->stamp)
+			  || (d->racy && !racy(&d->stamp));
 		g_free(path);
 		return changed;
 	}
@@ -1292,7 +1395,9 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external)
 		s->stamp = st;
 		s->writable = may_write(t, s->path, &st);
 		if (external)
-			s->epoch = __atomic_add_fetch(&t->epochs, 1, __ATOMIC_RELAXED);
+			s->epoch = epoch_of(t, &st);
+		else
+			epoch_after_save(t, &st, s->epoch);
 	} else {
 		fd = open(s->path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)

@@ -45,6 +45,7 @@ struct tree_dir {
 	uint32_t mask;              /* index size - 1 */
 	GStringChunk *names;        /* the children's names */
 	struct timespec stamp;      /* FOLDER: the folder's mtime when listed */
+	int racy;                   /* FOLDER: listed too soon after a change to be sure */
 };
 
 struct tree_node {
