@@ -30,9 +30,11 @@ struct tree_source {
 	int refs;
 	int writable;               /* the mount may change it */
 	struct stat stamp;          /* when read: a change of it means a reload */
-	uint32_t epoch;             /* bumped when another program changed the
-				     * file: bytes read of it before may be gone
-				     * (a copy over it), not only appended to */
+	uint32_t epoch;             /* names the contents read: kept while the
+				     * file keeps its stamp and across saves of
+				     * this tree (which append); new when another
+				     * program changed it (bytes read before may
+				     * be gone) or its stamp was racy */
 };
 
 struct tree_dir {

@@ -43,6 +43,7 @@ cleanup() {
 		fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true
 		for p in $(daemon_pids "$m"); do kill -9 "$p" 2>/dev/null || true; done
 	done
+	for m in ${LOOP_MOUNTS:-}; do umount -l "$m" 2>/dev/null || true; done
 	[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
