@@ -66,7 +66,7 @@ static int run_job(const char *arg, struct save_op *op)
 		opt.fault_ctx = &fault_step;
 	}
 	op->path = arg + strlen(file);
-	rc = save_archive(file, op, 1, &opt, &err);
+	rc = save_archive(file, op, 1, &opt, &err, NULL);
 	if (rc < 0)
 		fprintf(stderr, "eifs: %s: %s\n", arg, err.msg);
 	g_free(file);

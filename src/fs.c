@@ -231,14 +231,16 @@ void fs_move(struct fs *fs, const struct fs_move *move)
 	done_moving(fs, gone);
 }
 
-static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external);
+static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external,
+		   const struct save_stamps *saved);
 
-void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external)
+void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move, const struct save_stamps *saved)
 {
-	reload(fs, in, move, external);
+	reload(fs, in, move, 0, saved);
 }
 
-static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external)
+static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external,
+		   const struct save_stamps *saved)
 {
 	GArray *before = g_array_new(FALSE, FALSE, sizeof(struct before));
 	struct inode *top, *gone = NULL;
@@ -261,7 +263,12 @@ static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, 
 		if (n)
 			node_identity(n, &b->id);
 	}
-	tree_reload(fs->tree, unit, external);
+	/* a save of ours that found the file other than the tree last saw
+	 * it, or left it other than it is now: another program changed it */
+	if (saved && saved->known && unit->kind == NODE_ARCHIVE
+	    && !tree_same_stamp(&saved->before, &unit->src->stamp))
+		external = 1;
+	tree_reload(fs->tree, unit, external, saved && saved->known ? &saved->after : NULL);
 	if (move && (move->in || move->unlink))
 		gone = move_inode(fs, move);
 	notify_inode(fs, top, 1);
@@ -280,7 +287,7 @@ static void reload_changed(struct fs *fs, struct inode *in, int wait)
 
 	log_msg(LOG_INFO, "%s: changed on disk; reading it again", what);
 	g_free(what);
-	reload(fs, in, NULL, 1);
+	reload(fs, in, NULL, 1, NULL);
 	/* the kernel learns what went stale before the open that found the
 	 * change replies.  Never in a lookup: the kernel holds the parent's
 	 * lock, which forgetting a name of it needs */

@@ -10,6 +10,7 @@
 #include "edit.h"
 #include "inodes.h"
 #include "res_commit.h"
+#include "save.h"
 #include "tree.h"
 #include "view_cache.h"
 
@@ -94,9 +95,10 @@ struct fs_move {
 /* After a unit changed on disk (a save, another program): reloads it and
  * tells the kernel what went stale.  in is an inode of the unit (its own
  * inode is best: a save may make the others vanish); move, when not NULL,
- * is carried out with it; external: another program changed it too, so
- * bytes read of it before may be gone.  Takes the write lock itself. */
-void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move, int external);
+ * is carried out with it; saved, when not NULL, what a save of ours found
+ * and left (another program's change shows as a difference).  Takes the
+ * write lock itself. */
+void fs_reload(struct fs *fs, struct inode *in, const struct fs_move *move, const struct save_stamps *saved);
 /* The move alone, when the save it came with wrote nothing. */
 void fs_move(struct fs *fs, const struct fs_move *move);
 

@@ -208,7 +208,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	if (fd >= 0)
-		fs_reload(fs, pin, NULL, 0);
+		fs_reload(fs, pin, NULL, NULL);
 	reply_new(req, fs, pin, name, fi, fd);
 }
 
@@ -239,7 +239,7 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_reload(fs, pin, NULL, 0);
+	fs_reload(fs, pin, NULL, NULL);
 	reply_new(req, fs, pin, name, NULL, -1);
 }
 
@@ -291,7 +291,7 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 		g_free(path);
 		tree_read_unlock(fs->tree);
 		if (rc == 0)
-			fs_reload(fs, pin, &gone, 0);
+			fs_reload(fs, pin, &gone, NULL);
 	} else if (!(plan = wb_delete(fs->tree, n, &err)) || !unit) {
 		tree_read_unlock(fs->tree);
 		wb_plan_free(plan);
@@ -553,15 +553,15 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		rc = rename_real(fs, n, npn, newname);
 		tree_read_unlock(fs->tree);
 		if (rc == 0 && npin != pin)
-			fs_reload(fs, pin, NULL, 0);
+			fs_reload(fs, pin, NULL, NULL);
 		if (rc == 0)
-			fs_reload(fs, npin, &move, 0);
+			fs_reload(fs, npin, &move, NULL);
 	} else if (rc == 0) {
 		rc = fs_run_plan(fs, plan, unit, &move, &err); /* unlocks */
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s -> %s: not renamed: %s", name, newname, err.msg);
 		else if (from_unit)
-			fs_reload(fs, from_unit, NULL, 0);
+			fs_reload(fs, from_unit, NULL, NULL);
 	} else {
 		wb_plan_free(plan);
 		tree_read_unlock(fs->tree);

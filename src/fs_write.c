@@ -252,19 +252,16 @@ struct inode *fs_unit_of(struct fs *fs, struct inode *in)
 int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
 		struct res_error *err)
 {
-	struct tree_node *un = inode_node(fs->inodes, unit);
-	/* another program changed the file since it was read: the reload
-	 * after the save must not take its old bytes for still there */
-	int external = un && tree_unit_changed(fs->tree, un);
+	struct save_stamps stamps = { 0 };
 	int rc;
 
 	inode_ref(fs->inodes, unit);
 	tree_read_unlock(fs->tree);
 	__atomic_add_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
-	rc = wb_run(plan, &fs->commit, err);
+	rc = wb_run(plan, &fs->commit, err, &stamps);
 	wb_plan_free(plan);
 	if (rc == 0)
-		fs_reload(fs, unit, move, external);
+		fs_reload(fs, unit, move, &stamps);
 	else if (rc == 1 && move && move->in)
 		fs_move(fs, move); /* nothing to write, but the name moved all the same */
 	__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
@@ -483,7 +480,7 @@ void fs_loose_written(struct fs *fs, struct handle *h)
 {
 	if (!__atomic_exchange_n(&h->wrote, 0, __ATOMIC_ACQ_REL))
 		return;
-	fs_reload(fs, h->inode, NULL, 0);
+	fs_reload(fs, h->inode, NULL, NULL);
 	notify_wait(fs);
 }
 
@@ -646,7 +643,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 	}
 	if (rc == 0 && n && n->kind == NODE_PLAIN) {
 		tree_read_unlock(fs->tree);
-		fs_reload(fs, in, NULL, 0); /* its size and views changed */
+		fs_reload(fs, in, NULL, NULL); /* its size and views changed */
 		tree_read_lock(fs->tree);
 		n = inode_node(fs->inodes, in);
 	}

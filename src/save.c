@@ -294,7 +294,7 @@ static int save_locked(const char *file, int fd, const struct save_op *ops, size
 }
 
 int save_archive(const char *file, const struct save_op *ops, size_t n,
-		 const struct res_commit_options *opt, struct res_error *err)
+		 const struct res_commit_options *opt, struct res_error *err, struct save_stamps *stamps)
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
 		int fd = open(file, O_RDWR | O_CLOEXEC), rc;
@@ -313,6 +313,10 @@ int save_archive(const char *file, const struct save_op *ops, size_t n,
 			rc = fail(err, ESTALE, "replaced while waiting for the lock");
 		else
 			rc = save_locked(file, fd, ops, n, opt, err);
+		if (rc >= 0 && stamps) {
+			stamps->before = st;
+			stamps->known = fstat(fd, &stamps->after) == 0;
+		}
 		close(fd);
 		if (rc >= 0 || err->code != ESTALE)
 			return rc;

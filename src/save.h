@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "res.h"
 #include "res_commit.h"
@@ -22,6 +23,13 @@ struct save_op {
 	int keep_same;             /* RES_PUT: res_change.keep_same */
 };
 
+/* The archive file as the lock found it and as the save left it: what
+ * tells another program's change from this one. */
+struct save_stamps {
+	int known;
+	struct stat before, after;
+};
+
 /* Applies ops, in order, to the archive file at file.  Every op must name
  * an entry of the same innermost archive (EXDEV otherwise); a put may
  * create the entry and the backslash folders above it.  The file is
@@ -30,8 +38,9 @@ struct save_op {
  * is followed.  opt may be NULL.  Returns 0, 1 when the archive already
  * was so (nothing written), or -1 with err: ENOENT (no such entry),
  * EISDIR, ENOTDIR, EXDEV, EILSEQ (a name without a cp1251 form), EINVAL,
- * or what reading and writing the file gave. */
+ * or what reading and writing the file gave.  stamps, when not NULL, gets
+ * the file's stamps before and after, taken under the lock. */
 int save_archive(const char *file, const struct save_op *ops, size_t n,
-		 const struct res_commit_options *opt, struct res_error *err);
+		 const struct res_commit_options *opt, struct res_error *err, struct save_stamps *stamps);
 
 #endif

@@ -114,6 +114,16 @@ static int racy(const struct timespec *changed)
 	return changed->tv_sec >= now.tv_sec - RACY_SECONDS;
 }
 
+/* Racy with times in whole seconds (FAT, ext2 with small inodes), where a
+ * tick is long enough for another program to change a file unseen right
+ * after a save of ours.  Where times are finer the tick is milliseconds
+ * or, on kernels with multigrain times, none: re-reading an archive after
+ * every save for it would cost every view of it. */
+static int coarse_racy(const struct stat *st)
+{
+	return st->st_mtim.tv_nsec == 0 && st->st_ctim.tv_nsec == 0 && racy(&st->st_ctim);
+}
+
 static int same_time(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
@@ -189,7 +199,7 @@ static uint32_t epoch_of(struct tree *t, const struct stat *st)
 static void epoch_after_save(struct tree *t, const struct stat *st, uint32_t epoch)
 {
 	pthread_mutex_lock(&t->epoch_lock);
-	file_epoch_set(t, st, epoch, 0);
+	file_epoch_set(t, st, epoch, coarse_racy(st));
 	pthread_mutex_unlock(&t->epoch_lock);
 }
 
@@ -204,6 +214,7 @@ static struct tree_source *source_new(struct tree *t, int fd, const char *path, 
 	s->path = g_strdup(path);
 	s->refs = 1;
 	s->stamp = *st;
+	s->racy = coarse_racy(st);
 	s->writable = may_write(t, path, st);
 	s->epoch = epoch_of(t, st);
 	return s;
@@ -1333,7 +1344,7 @@ struct tree_node *tree_unit(struct tree_node *n)
 	return top;
 }
 
-static int same_stamp(const struct stat *a, const struct stat *b)
+int tree_same_stamp(const struct stat *a, const struct stat *b)
 {
 	/* ctime too: a tool that puts the mtime back still moves it */
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size
@@ -1376,12 +1387,13 @@ int tree_unit_changed(struct tree *t, struct tree_node *unit)
 		g_free(path);
 		return changed;
 	}
-	return stat(unit->src->path, &st) < 0 || !same_stamp(&st, &unit->src->stamp);
+	return stat(unit->src->path, &st) < 0 || !tree_same_stamp(&st, &unit->src->stamp)
+	       || (unit->src->racy && !racy(&unit->src->stamp.st_ctim));
 }
 
 /* Reads an archive file's identity again, opening it anew when another
  * file took its name (a compaction).  Fails when it is no archive now. */
-static int reopen_archive(struct tree *t, struct tree_node *a, int external)
+static int reopen_archive(struct tree *t, struct tree_node *a, int external, const struct stat *left)
 {
 	struct tree_source *s = a->src;
 	struct stat st;
@@ -1389,10 +1401,13 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external)
 
 	if (stat(s->path, &st) < 0 || !S_ISREG(st.st_mode))
 		return -1;
+	if (left && !tree_same_stamp(&st, left))
+		external = 1;
 	if (st.st_dev == s->stamp.st_dev && st.st_ino == s->stamp.st_ino) {
 		if (probe_archive(s->fd, 0, (uint64_t)st.st_size, s->path, "shown as a file") != 0)
 			return -1;
 		s->stamp = st;
+		s->racy = coarse_racy(&st);
 		s->writable = may_write(t, s->path, &st);
 		if (external)
 			s->epoch = epoch_of(t, &st);
@@ -1415,11 +1430,11 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external)
 	return 0;
 }
 
-void tree_reload(struct tree *t, struct tree_node *unit, int external)
+void tree_reload(struct tree *t, struct tree_node *unit, int external, const struct stat *left)
 {
 	__atomic_add_fetch(&t->generation, 1, __ATOMIC_ACQ_REL);
-	if (unit->kind == NODE_ARCHIVE && reopen_archive(t, unit, external) < 0 && unit->parent) {
-		tree_reload(t, unit->parent, external); /* frees unit with its folder */
+	if (unit->kind == NODE_ARCHIVE && reopen_archive(t, unit, external, left) < 0 && unit->parent) {
+		tree_reload(t, unit->parent, external, NULL); /* frees unit with its folder */
 		return;
 	}
 	drop_root_table(t);

@@ -30,6 +30,8 @@ struct tree_source {
 	int refs;
 	int writable;               /* the mount may change it */
 	struct stat stamp;          /* when read: a change of it means a reload */
+	int racy;                   /* stamp in whole seconds, taken within 2 s
+				     * of the change: looked at again after */
 	uint32_t epoch;             /* names the contents read: kept while the
 				     * file keeps its stamp and across saves of
 				     * this tree (which append); new when another
@@ -125,8 +127,13 @@ int tree_plain_changed(struct tree *t, const struct tree_node *n);
 /* Throws away what was loaded of unit (under the write lock); it is read
  * again on next use.  An archive file that is gone or no longer an archive
  * reloads the folder it was in.  external: another program changed it,
- * not a save of ours (which only appends): its source's epoch moves on. */
-void tree_reload(struct tree *t, struct tree_node *unit, int external);
+ * not a save of ours (which only appends): its source's epoch moves on.
+ * left (may be NULL): the stamp a save of ours left; a file that has
+ * another one now was changed by another program too. */
+void tree_reload(struct tree *t, struct tree_node *unit, int external, const struct stat *left);
+
+/* Whether two stamps of a file (identity, size, times) are the same. */
+int tree_same_stamp(const struct stat *a, const struct stat *b);
 
 void tree_source_ref(struct tree_source *s);
 void tree_source_unref(struct tree_source *s);

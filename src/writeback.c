@@ -421,7 +421,8 @@ int wb_replace_file(const char *path, const unsigned char *data, size_t len, str
 	return rc;
 }
 
-int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_error *err)
+int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_error *err,
+	   struct save_stamps *stamps)
 {
 	int rc;
 
@@ -430,7 +431,8 @@ int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_e
 	if (p->replace)
 		rc = wb_replace_file(p->file, p->data->data, p->data->len, err);
 	else
-		rc = save_archive(p->file, (const struct save_op *)(void *)p->ops->data, p->ops->len, opt, err);
+		rc = save_archive(p->file, (const struct save_op *)(void *)p->ops->data, p->ops->len, opt, err,
+				  stamps);
 	if (rc >= 0 && p->unlink_after && unlink(p->unlink_after) < 0 && errno != ENOENT)
 		rc = fail(err, errno, 0, "saved, but cannot remove %s: %s", p->unlink_after, strerror(errno));
 	return rc;

@@ -18,6 +18,7 @@
 
 #include "res.h"
 #include "res_commit.h"
+#include "save.h"
 #include "tree.h"
 
 struct wb_plan;
@@ -44,8 +45,10 @@ struct wb_plan *wb_rename(struct tree *t, struct tree_node *n, struct tree_node 
 			  struct res_error *err);
 
 /* Runs the plan.  Returns 0, 1 when nothing had to change (nothing was
- * written), or -1 with err. */
-int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_error *err);
+ * written), or -1 with err.  stamps (may be NULL) as save_archive's; not
+ * known for a loose file. */
+int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_error *err,
+	   struct save_stamps *stamps);
 
 void wb_plan_free(struct wb_plan *p);
 

@@ -236,6 +236,30 @@ coarse_check() {
 	else
 		echo "skipped: the two writes never fell in one second"
 	fi
+	# an archive patched in place by another program in the second of a
+	# save of ours, same size: its entries show the patch once that
+	# second is past
+	cp "$WORK/va.res" "$C/a.res"
+	ls "$CM" > /dev/null
+	same=0
+	for _ in 1 2 3; do
+		cat "$CM/a.res/map.txt" > /dev/null
+		while [ "$(date +%N | cut -c1)" != 0 ]; do sleep 0.01; done
+		printf 'x' > "$CM/a.res/new.txt"
+		before=$(stat -c %Y.%Z "$C/a.res")
+		at=$(grep -abo '#res' "$C/a.res" | head -n1 | cut -d: -f1)
+		printf z | dd of="$C/a.res" bs=1 seek=$((at + 3)) conv=notrunc 2>/dev/null
+		[ "$(stat -c %Y.%Z "$C/a.res")" = "$before" ] && { same=1; break; }
+		printf s | dd of="$C/a.res" bs=1 seek=$((at + 3)) conv=notrunc 2>/dev/null
+		sleep 3.5
+	done
+	sleep 3.5
+	if [ $same = 1 ]; then
+		check "an archive patched in the second of a save of ours: its entry follows once the second is past" \
+			[ "$(cat "$CM/a.res/map.txt")" = '#rez' ]
+	else
+		echo "skipped: the save and the patch never fell in one second"
+	fi
 	do_umount "$CM"
 	umount "$C"
 }

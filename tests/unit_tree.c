@@ -589,12 +589,12 @@ Test(tree, reload_after_a_save_shows_the_new_state)
 	cr_assert_eq(tree_unit(a), a);
 	cr_assert_eq(tree_unit_changed(t, a), 0);
 
-	cr_assert_eq(save_archive(path, &put_op, 1, NULL, &err), 0, "%s", err.msg);
-	cr_assert_eq(save_archive(path, &ren_op, 1, NULL, &err), 0, "%s", err.msg);
+	cr_assert_eq(save_archive(path, &put_op, 1, NULL, &err, NULL), 0, "%s", err.msg);
+	cr_assert_eq(save_archive(path, &ren_op, 1, NULL, &err, NULL), 0, "%s", err.msg);
 	cr_assert_eq(tree_unit_changed(t, a), 1, "the tree sees the file changed");
 	gen = tree_generation(t);
 	tree_write_lock(t);
-	tree_reload(t, a, 1);
+	tree_reload(t, a, 1, NULL);
 	tree_write_unlock(t);
 	cr_assert_gt(tree_generation(t), gen);
 	cr_assert_eq(tree_unit_changed(t, a), 0);
@@ -606,7 +606,7 @@ Test(tree, reload_after_a_save_shows_the_new_state)
 	/* a read-only archive shows read-only, even to root */
 	cr_assert_eq(chmod(path, 0444), 0);
 	tree_write_lock(t);
-	tree_reload(t, tree_root(t), 1);
+	tree_reload(t, tree_root(t), 1, NULL);
 	tree_write_unlock(t);
 	tree_stat(t, at(t, "outer.res/y.txt"), &st);
 	cr_assert_eq(st.st_mode & 0222, 0);
