@@ -153,6 +153,13 @@ static gboolean file_epoch_equal(gconstpointer a, gconstpointer b)
 	return x->dev == y->dev && x->ino == y->ino;
 }
 
+/* Archive files whose stamps are kept.  A file replaced by a rename leaves
+ * its old inode's record behind, so a daemon that runs for months beside a
+ * build that replaces an archive again and again would grow without end.
+ * Forgetting every record is always safe (epochs are never reused; the
+ * views are made again once), so past the bound the map starts over. */
+enum { FILE_EPOCHS_MAX = 4096 };
+
 /* Records st as the file's stamp for the epoch given (0: a new one), and
  * returns the epoch. */
 static uint32_t file_epoch_set(struct tree *t, const struct stat *st, uint32_t epoch, int is_racy)
@@ -161,6 +168,8 @@ static uint32_t file_epoch_set(struct tree *t, const struct stat *st, uint32_t e
 
 	f = g_hash_table_lookup(t->file_epochs, &key);
 	if (!f) {
+		if (g_hash_table_size(t->file_epochs) >= FILE_EPOCHS_MAX)
+			g_hash_table_remove_all(t->file_epochs);
 		f = g_new(struct file_epoch, 1);
 		*f = key;
 		g_hash_table_add(t->file_epochs, f);
@@ -1165,6 +1174,16 @@ struct tree_node *tree_root(struct tree *t)
 uint64_t tree_node_count(struct tree *t)
 {
 	return __atomic_load_n(&t->nodes, __ATOMIC_RELAXED) + 1;
+}
+
+unsigned tree_stamps_kept(struct tree *t)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&t->epoch_lock);
+	n = g_hash_table_size(t->file_epochs);
+	pthread_mutex_unlock(&t->epoch_lock);
+	return n;
 }
 
 /* The table of a mounted archive is read before the mount goes to the

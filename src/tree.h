@@ -188,4 +188,8 @@ char *tree_path(const struct tree_node *n);
 /* Counts of what was loaded so far, for statfs. */
 uint64_t tree_node_count(struct tree *t);
 
+/* How many archive files' stamps (and epochs) the tree remembers: bounded,
+ * however often the archives are replaced. */
+unsigned tree_stamps_kept(struct tree *t);
+
 #endif

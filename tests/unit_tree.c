@@ -3,8 +3,10 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "res.h"
@@ -615,4 +617,65 @@ Test(tree, reload_after_a_save_shows_the_new_state)
 	g_free(path);
 	dir = top;
 	g_free(sub);
+}
+
+/* put() without its fsync: thousands of files in a test */
+static char *write_quickly(const char *name, GByteArray *a)
+{
+	char *path = g_build_filename(dir, name, NULL);
+	FILE *f = fopen(path, "wb");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fwrite(a->data, 1, a->len, f), a->len);
+	cr_assert_eq(fclose(f), 0);
+	g_byte_array_unref(a);
+	return path;
+}
+
+/* Every archive file the tree sees gets a record of its stamp; replacing an
+ * archive file by a new one leaves the old inode's record behind.  Thousands of
+ * replacements (each old file kept alive, so no inode number comes back)
+ * must not grow the records without end, and the archive still reads. */
+Test(tree, replaced_archives_leave_a_bounded_record)
+{
+	enum { REPLACEMENTS = 4200 };
+	char *top = dir, *game = g_build_filename(dir, "game", NULL);
+	char *keep = g_build_filename(dir, "keep", NULL);
+	char *live = g_build_filename(game, "a.res", NULL);
+	char want[32];
+	struct tree *t = NULL;
+	unsigned most = 0;
+
+	cr_assert_eq(mkdir(game, 0755), 0);
+	cr_assert_eq(mkdir(keep, 0755), 0);
+	dir = keep;
+	for (int i = 0; i < REPLACEMENTS; i++) {
+		char name[32], *version;
+
+		snprintf(name, sizeof name, "v%d.res", i);
+		snprintf(want, sizeof want, "version %d", i);
+		struct h_item item = { "x.txt", (const unsigned char *)want, strlen(want), 10 };
+		version = write_quickly(name, pack(&item, 1));
+		/* unlink and link, not rename: ext4 flushes a file renamed over another */
+		cr_assert(unlink(live) == 0 || errno == ENOENT, "%s", strerror(errno));
+		cr_assert_eq(link(version, live), 0, "%s", strerror(errno));
+		g_free(version);
+		if (i == 0) {
+			t = open_tree(game);
+		} else {
+			tree_write_lock(t);
+			tree_reload(t, tree_root(t), 1, NULL);
+			tree_write_unlock(t);
+		}
+		expect_contents(t, at(t, "a.res/x.txt"), want);
+		if (tree_stamps_kept(t) > most)
+			most = tree_stamps_kept(t);
+	}
+	cr_assert_geq(most, 1000, "the records are kept across replacements (%u)", most);
+	cr_assert_leq(most, 4096, "at most 4096 records, %u after %d replacements", most, REPLACEMENTS);
+	tree_free(t);
+	dir = top;
+	g_free(game);
+	g_free(keep);
+	g_free(live);
 }
