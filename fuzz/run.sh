@@ -10,7 +10,8 @@
 #
 # Environment: EIFS (the eifs binary, default src/eifs), DEMO (default
 # demo/Res), SAMPLES (default ../shared/samples), CC (default clang),
-# FUZZ_FLAGS (more libFuzzer flags).  Both EIFS and DEMO come from `make`.
+# FUZZ_FLAGS (more libFuzzer flags), SEED=0 (reuse the corpus as it is: seeding
+# unpacks every sample and takes minutes).  EIFS and DEMO come from `make`.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -213,8 +214,12 @@ run_one() { # TARGET
 cd "$root"
 echo "== building fuzz targets ($CC)"
 build_all
-echo "== seeding $corpus"
-seed_all
+if [ "${SEED:-1}" = 0 ] && [ -d "$corpus" ]; then
+	echo "== reusing $corpus (SEED=0)"
+else
+	echo "== seeding $corpus"
+	seed_all
+fi
 echo "== fuzzing, $seconds s per target (logs in $build)"
 printf '%-8s %8s %12s %8s\n' target seconds execs crashes
 failed=0
