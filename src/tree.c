@@ -494,6 +494,22 @@ static uint32_t file_stamp(const struct stat *st)
 	return ((uint32_t)(h ^ (h >> 32)) & ~1u) | (uint32_t)racy(&st->st_ctim);
 }
 
+/* Opens path for reading if it is a regular file, with its stat in *st;
+ * -1 otherwise.  Never waits on a fifo renamed over the name. */
+static int open_regular(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		return -1;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
 static void folder_child(struct tree *t, struct tree_node *n, const char *path, const struct stat *st)
 {
 	n->mtime = st->st_mtime;
@@ -509,8 +525,17 @@ static void folder_child(struct tree *t, struct tree_node *n, const char *path, 
 	n->plain_stamp = file_stamp(st);
 	n->offset = (uint64_t)st->st_ino; /* who it is, for caches of its views */
 	if (names_is_archive_ext(n->name)) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat opened;
+		int fd = open_regular(path, &opened);
 
+		/* the stamp of the file opened, not of the one listed: another
+		 * may have been renamed over the name in between */
+		if (fd >= 0) {
+			st = &opened;
+			n->mtime = st->st_mtime;
+			n->size = (uint64_t)st->st_size;
+			n->mode = st->st_mode;
+		}
 		if (fd >= 0 && probe_archive(fd, 0, n->size, path, "shown as a file") == 0) {
 			n->kind = NODE_ARCHIVE;
 			n->offset = 0;
@@ -1433,7 +1458,8 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external, con
 		else
 			epoch_after_save(t, &st, s->epoch);
 	} else {
-		fd = open(s->path, O_RDONLY | O_CLOEXEC);
+		/* the name may have moved on between the stat and the open */
+		fd = open_regular(s->path, &st);
 		if (fd < 0)
 			return -1;
 		if (probe_archive(fd, 0, (uint64_t)st.st_size, s->path, "shown as a file") != 0) {
