@@ -586,7 +586,8 @@ int res_commit(int fd, const struct res_change *changes, size_t n,
 	if (rc == 0)
 		rc = write_commit(&c, &ed, w.len);
 	edit_free(&ed);
-	lock(fd, LOCK_UN); /* as the end of a crashed process would */
+	if (!c.opt->caller_locks)
+		lock(fd, LOCK_UN); /* as the end of a crashed process would */
 	return rc;
 }
 

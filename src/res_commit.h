@@ -49,6 +49,9 @@ struct res_commit_options {
 	 * there, leaving the file as a crash at that moment would. */
 	int (*fault)(void *ctx, int step);
 	void *fault_ctx;
+	/* The caller holds flock(LOCK_EX) on fd and releases it: what it reads
+	 * of the file after the commit is then still under the lock. */
+	int caller_locks;
 };
 
 /* The archive in w with the changes applied, built whole into out as the
@@ -64,7 +67,8 @@ int res_rebuild(const struct res_window *w, const struct res_change *changes, si
  * then the header is switched over; at every moment the file is the old or
  * the new archive (how and why: res_commit.c).  Untouched entries keep
  * their data, offsets and timestamps.  Holds flock(LOCK_EX) on fd while it
- * works and releases it on return.  opt may be NULL (aligned, no hook).
+ * works and releases it on return (unless opt->caller_locks).  opt may be
+ * NULL (aligned, no hook).
  * Returns 0, 1 when nothing had to change (nothing was written), or -1
  * with err filled: ESTALE when the file was replaced (compacted) while we
  * waited for the lock (open it again and retry), EFBIG past 4 GiB (compact

@@ -296,6 +296,10 @@ static int save_locked(const char *file, int fd, const struct save_op *ops, size
 int save_archive(const char *file, const struct save_op *ops, size_t n,
 		 const struct res_commit_options *opt, struct res_error *err, struct save_stamps *stamps)
 {
+	/* the lock taken here is kept until the stamps are read */
+	struct res_commit_options held = opt ? *opt : (struct res_commit_options){ .align = 1 };
+
+	held.caller_locks = 1;
 	for (int attempt = 0; attempt < 8; attempt++) {
 		int fd = open(file, O_RDWR | O_CLOEXEC), rc;
 		struct stat st;
@@ -312,7 +316,7 @@ int save_archive(const char *file, const struct save_op *ops, size_t n,
 		if (fstat(fd, &st) < 0 || stat(file, &now) < 0 || st.st_dev != now.st_dev || st.st_ino != now.st_ino)
 			rc = fail(err, ESTALE, "replaced while waiting for the lock");
 		else
-			rc = save_locked(file, fd, ops, n, opt, err);
+			rc = save_locked(file, fd, ops, n, &held, err);
 		if (rc >= 0 && stamps) {
 			stamps->before = st;
 			stamps->known = fstat(fd, &stamps->after) == 0;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -695,6 +696,38 @@ Test(commit, replaced_file_is_stale)
 	cr_assert_eq(res_commit(fd, &c, 1, NULL, &err), -1);
 	cr_assert_eq(err.code, ESTALE, "%s", err.msg);
 	close(fd);
+}
+
+/* Whether another open file description could take the archive's lock now. */
+static int lock_is_free(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), is_free;
+
+	cr_assert_geq(fd, 0);
+	is_free = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	close(fd);
+	return is_free;
+}
+
+/* A commit releases its lock on return; with caller_locks the caller's
+ * lock is kept, so what it reads of the file afterwards (the stamps a save
+ * reports) is still under the lock. */
+Test(commit, the_lock_is_released_unless_the_caller_holds_it)
+{
+	struct res_change c = put("a.txt", "first", 1);
+	struct res_commit_options held = { .align = 1, .caller_locks = 1 };
+	struct res_error err = { 0 };
+	int fd = open(fx.path, O_RDWR | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(res_commit(fd, &c, 1, NULL, &err), 0, "%s", err.msg);
+	cr_assert(lock_is_free(fx.path), "the commit let its lock go");
+	cr_assert_eq(flock(fd, LOCK_EX), 0);
+	c = put("a.txt", "second", 2);
+	cr_assert_eq(res_commit(fd, &c, 1, &held, &err), 0, "%s", err.msg);
+	cr_assert_not(lock_is_free(fx.path), "the caller's lock is still held after the commit");
+	close(fd);
+	cr_assert(lock_is_free(fx.path));
 }
 
 Test(commit, refuses_to_pass_4_gib)
