@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,8 @@ struct edit {
 	char *message;
 	int sticky;
 	struct identity sticky_source;
+	int has_digest;
+	struct edit_digest sticky_digest;
 };
 
 int identity_equal(const struct identity *a, const struct identity *b)
@@ -156,15 +159,55 @@ void edit_remove_writer(struct edit *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
+void edit_digest_of(struct edit_digest *d, const void *data, size_t len)
+{
+	GChecksum *c = g_checksum_new(G_CHECKSUM_SHA256);
+	gsize n = sizeof d->sha256;
+
+	g_checksum_update(c, data, (gssize)len);
+	g_checksum_get_digest(c, d->sha256, &n);
+	g_checksum_free(c);
+}
+
+/* Called with e->lock. */
+static int shows_locked(struct edit *e, const struct identity *source_now)
+{
+	if (e->writers || e->version != e->saved)
+		return 1;
+	if (!e->sticky || !source_now)
+		return 0;
+	if (identity_equal(source_now, &e->sticky_source))
+		return 1;
+	return e->has_digest ? EDIT_ASK : 0;
+}
+
 int edit_shows(struct edit *e, const struct identity *source_now)
 {
 	int shows;
 
 	pthread_mutex_lock(&e->lock);
-	shows = e->writers || e->version != e->saved
-		|| (e->sticky && source_now && identity_equal(source_now, &e->sticky_source));
+	shows = shows_locked(e, source_now);
 	pthread_mutex_unlock(&e->lock);
 	return shows;
+}
+
+int edit_shows_digest(struct edit *e, const struct identity *source_now, const struct edit_digest *now)
+{
+	int shows;
+
+	pthread_mutex_lock(&e->lock);
+	shows = shows_locked(e, source_now);
+	if (shows == EDIT_ASK && now) {
+		if (memcmp(now, &e->sticky_digest, sizeof *now) == 0) {
+			e->sticky_source = *source_now;
+			e->mtime = source_now->mtime;
+		} else {
+			e->sticky = 0; /* the source holds other bytes: its text goes */
+		}
+		shows = shows_locked(e, source_now);
+	}
+	pthread_mutex_unlock(&e->lock);
+	return shows == 1;
 }
 
 int edit_idle(struct edit *e)
@@ -206,7 +249,8 @@ int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s)
 	return rc;
 }
 
-void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct identity *sticky_source)
+void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct identity *sticky_source,
+		const struct edit_digest *sticky_digest)
 {
 	pthread_mutex_lock(&e->lock);
 	if (s->version > e->saved)
@@ -216,6 +260,9 @@ void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct iden
 	if (sticky_source && e->version == s->version) {
 		e->sticky = 1;
 		e->sticky_source = *sticky_source;
+		e->has_digest = sticky_digest != NULL;
+		if (sticky_digest)
+			e->sticky_digest = *sticky_digest;
 		/* the time its source has: a save that changed no byte of it
 		 * left it older than the writes, and the file must not show
 		 * one time while the text stays and another once it goes */

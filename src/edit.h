@@ -47,9 +47,25 @@ void edit_stat(struct edit *e, struct stat *st);
 void edit_add_writer(struct edit *e);
 void edit_remove_writer(struct edit *e);
 
+/* What a saved view's source held: a source whose identity moved on (its
+ * stamp trusted at last, its archive saved again) with these bytes still
+ * is as saved. */
+struct edit_digest {
+	unsigned char sha256[32];
+};
+void edit_digest_of(struct edit_digest *d, const void *data, size_t len);
+
 /* Whether reads come from the edit: open for writing, not yet saved, or a
- * sticky text whose source is as saved (source_now NULL: gone). */
+ * sticky text whose source is as saved (source_now NULL: gone).  Returns
+ * EDIT_ASK when only the source's bytes can tell: the caller digests them
+ * and calls edit_shows_digest. */
+enum { EDIT_ASK = 2 };
 int edit_shows(struct edit *e, const struct identity *source_now);
+
+/* edit_shows after EDIT_ASK, with the digest of what the source holds now
+ * (NULL: it cannot be read).  The same bytes keep the text for the new
+ * identity; other bytes end it. */
+int edit_shows_digest(struct edit *e, const struct identity *source_now, const struct edit_digest *now);
 
 /* Nothing would be lost without it: no writer, saved, not sticky. */
 int edit_idle(struct edit *e);
@@ -69,8 +85,10 @@ struct edit_snapshot {
 };
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s);
 /* The snapshot's version is saved; sticky_source, when not NULL, makes the
- * text stay shown while the source has this identity, with its mtime. */
-void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct identity *sticky_source);
+ * text stay shown while the source has this identity, with its mtime, or
+ * (sticky_digest not NULL) holds these bytes. */
+void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct identity *sticky_source,
+		const struct edit_digest *sticky_digest);
 /* Its save failed: err (an errno) and msg (taken) are kept for status. */
 void edit_failed(struct edit *e, const struct edit_snapshot *s, int err, char *msg);
 void edit_snapshot_end(struct edit *e, struct edit_snapshot *s);

@@ -402,21 +402,26 @@ static void keep_text(struct fs *fs, struct inode *in, GBytes *text)
 {
 	struct edit_snapshot snap;
 	struct identity id;
+	struct edit_digest digest;
 	struct tree_node *n;
 	struct edit *e;
 	gsize len;
 	const void *data = g_bytes_get_data(text, &len);
+	int digested = 0;
 
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	e = n ? edit_new(n->mtime) : NULL;
-	if (n)
+	if (n) {
 		node_identity(n, &id);
+		digested = fs_source_digest(fs, n, &digest) == 0;
+	}
 	tree_read_unlock(fs->tree);
 	if (!e)
 		return;
 	if (edit_load(e, data, len, 0) == 0 && edit_snapshot_begin(e, &snap) == 1) {
-		edit_saved(e, &snap, &id); /* as saved: only the sticky text is new */
+		/* as saved: only the sticky text is new */
+		edit_saved(e, &snap, &id, digested ? &digest : NULL);
 		edit_snapshot_end(e, &snap);
 		fs_edit_install(fs, in, e);
 	} else {
@@ -448,7 +453,9 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	struct res_error err = { 0 };
 	struct edit_snapshot s;
 	struct identity id;
+	struct edit_digest digest;
 	struct tree_node *npn, *n;
+	int digested = 0;
 
 	if (!e)
 		return -ENOENT;
@@ -471,10 +478,12 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 			log_msg(LOG_ERR, "%s: not saved: %s", newname, err.msg);
 		tree_read_lock(fs->tree);
 		n = rc == 0 ? inode_node(fs->inodes, in) : NULL;
-		if (n && n->kind == NODE_VIEW)
+		if (n && n->kind == NODE_VIEW) {
 			node_identity(n, &id); /* the text shows as written */
+			digested = fs_source_digest(fs, n, &digest) == 0;
+		}
 		if (rc == 0)
-			edit_saved(e, &s, n && n->kind == NODE_VIEW ? &id : NULL);
+			edit_saved(e, &s, n && n->kind == NODE_VIEW ? &id : NULL, digested ? &digest : NULL);
 	} else if (rc == 0) {
 		tree_read_unlock(fs->tree);
 		tree_write_lock(fs->tree); /* one temporary renamed to another */

@@ -60,11 +60,34 @@ static const struct identity *source_of(const struct tree_node *n, struct identi
 	return id;
 }
 
+int fs_source_digest(struct fs *fs, const struct tree_node *n, struct edit_digest *d)
+{
+	struct tree_node *src = n->kind == NODE_VIEW ? view_source(n) : (struct tree_node *)n;
+	uint64_t size = tree_file_size(fs->tree, src);
+	unsigned char *buf;
+	ssize_t got;
+
+	if (size > VIEW_MAX_TEXT_SOURCE)
+		return -EFBIG;
+	buf = g_malloc(size ? size : 1);
+	got = tree_read(fs->tree, src, buf, size, 0);
+	if (got == (ssize_t)size)
+		edit_digest_of(d, buf, size);
+	g_free(buf);
+	return got < 0 ? (int)got : got == (ssize_t)size ? 0 : -EIO;
+}
+
 int fs_edit_shows(struct fs *fs, struct edit *e, const struct tree_node *n)
 {
 	struct identity id;
+	struct edit_digest d;
+	const struct identity *src = source_of(n, &id);
+	int shows = edit_shows(e, src);
 
-	return edit_shows(e, source_of(n, &id));
+	/* the source's identity moved on: the text stays if its bytes did not */
+	if (shows == EDIT_ASK)
+		shows = edit_shows_digest(e, src, fs_source_digest(fs, n, &d) == 0 ? &d : NULL);
+	return shows;
 }
 
 /* Called with edits_lock.  An inode whose edit holds what exists nowhere
@@ -258,12 +281,14 @@ int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const s
 	inode_ref(fs->inodes, unit);
 	tree_read_unlock(fs->tree);
 	__atomic_add_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&fs->save_lock);
 	rc = wb_run(plan, &fs->commit, err, &stamps);
 	wb_plan_free(plan);
 	if (rc == 0)
 		fs_reload(fs, unit, move, &stamps);
 	else if (rc == 1 && move && move->in)
 		fs_move(fs, move); /* nothing to write, but the name moved all the same */
+	pthread_mutex_unlock(&fs->save_lock);
 	__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
 	inode_unref(fs->inodes, unit);
 	return rc < 0 ? -err->code : 0;
@@ -281,13 +306,18 @@ static void report_failure(struct fs *fs, struct inode *in, struct edit *e, cons
 	edit_failed(e, s, err->code, g_strdup(err->msg));
 }
 
-/* The identity a saved view's text stays shown for: its source's now. */
-static const struct identity *sticky_source(struct fs *fs, struct inode *in, struct identity *id)
+/* The identity a saved view's text stays shown for, its source's now, and
+ * the digest of the source's bytes (*digested: whether d was filled). */
+static const struct identity *sticky_source(struct fs *fs, struct inode *in, struct identity *id,
+					    struct edit_digest *d, int *digested)
 {
+	struct tree_node *n;
 	const struct identity *r;
 
 	tree_read_lock(fs->tree);
-	r = source_of(inode_node(fs->inodes, in), id);
+	n = inode_node(fs->inodes, in);
+	r = source_of(n, id);
+	*digested = n && fs_source_digest(fs, n, d) == 0;
 	tree_read_unlock(fs->tree);
 	return r;
 }
@@ -306,10 +336,11 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 	struct res_error err = { 0 };
 	struct edit_snapshot s;
 	struct identity id;
+	struct edit_digest digest;
 	struct wb_plan *plan;
 	struct tree_node *n;
 	struct inode *unit;
-	int rc, is_view;
+	int rc, is_view, digested;
 
 	if (in->scratch)
 		return 0; /* kept in memory until renamed (fs_names.c) */
@@ -322,7 +353,7 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 	n = inode_node(fs->inodes, in);
 	if (!n) {
 		tree_read_unlock(fs->tree); /* deleted while open: nothing to save */
-		edit_saved(e, &s, NULL);
+		edit_saved(e, &s, NULL, NULL);
 		edit_snapshot_end(e, &s);
 		return 0;
 	}
@@ -338,10 +369,15 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 	} else {
 		rc = fs_run_plan(fs, plan, unit, NULL, &err);
 	}
-	if (rc < 0)
+	if (rc < 0) {
 		report_failure(fs, in, e, &s, &err, is_view && !transient);
-	else
-		edit_saved(e, &s, is_view ? sticky_source(fs, in, &id) : NULL);
+	} else if (is_view) {
+		const struct identity *src = sticky_source(fs, in, &id, &digest, &digested);
+
+		edit_saved(e, &s, src, digested ? &digest : NULL);
+	} else {
+		edit_saved(e, &s, NULL, NULL);
+	}
 	edit_snapshot_end(e, &s);
 	fs_edit_pin(fs, in);
 	return rc;
