@@ -25,7 +25,6 @@ struct edit {
 	char *message;
 	int sticky;
 	struct identity sticky_source;
-	int has_digest;
 	struct edit_digest sticky_digest;
 };
 
@@ -176,9 +175,7 @@ static int shows_locked(struct edit *e, const struct identity *source_now)
 		return 1;
 	if (!e->sticky || !source_now)
 		return 0;
-	if (identity_equal(source_now, &e->sticky_source))
-		return 1;
-	return e->has_digest ? EDIT_ASK : 0;
+	return identity_equal(source_now, &e->sticky_source) ? 1 : EDIT_ASK;
 }
 
 int edit_shows(struct edit *e, const struct identity *source_now)
@@ -197,12 +194,14 @@ int edit_shows_digest(struct edit *e, const struct identity *source_now, const s
 
 	pthread_mutex_lock(&e->lock);
 	shows = shows_locked(e, source_now);
-	if (shows == EDIT_ASK && now) {
-		if (memcmp(now, &e->sticky_digest, sizeof *now) == 0) {
+	if (shows == EDIT_ASK) {
+		if (now && memcmp(now, &e->sticky_digest, sizeof *now) == 0) {
 			e->sticky_source = *source_now;
 			e->mtime = source_now->mtime;
 		} else {
-			e->sticky = 0; /* the source holds other bytes: its text goes */
+			/* other bytes, or none to tell: the text goes, and no
+			 * writer is handed it over the REG as it is now */
+			e->sticky = 0;
 		}
 		shows = shows_locked(e, source_now);
 	}
@@ -257,12 +256,10 @@ void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct iden
 		e->saved = s->version;
 	e->failed = 0;
 	e->error = 0;
-	if (sticky_source && e->version == s->version) {
+	if (sticky_source && sticky_digest && e->version == s->version) {
 		e->sticky = 1;
 		e->sticky_source = *sticky_source;
-		e->has_digest = sticky_digest != NULL;
-		if (sticky_digest)
-			e->sticky_digest = *sticky_digest;
+		e->sticky_digest = *sticky_digest;
 		/* the time its source has: a save that changed no byte of it
 		 * left it older than the writes, and the file must not show
 		 * one time while the text stays and another once it goes */

@@ -64,7 +64,7 @@ int edit_shows(struct edit *e, const struct identity *source_now);
 
 /* edit_shows after EDIT_ASK, with the digest of what the source holds now
  * (NULL: it cannot be read).  The same bytes keep the text for the new
- * identity; other bytes end it. */
+ * identity; other bytes, or none, end it. */
 int edit_shows_digest(struct edit *e, const struct identity *source_now, const struct edit_digest *now);
 
 /* Nothing would be lost without it: no writer, saved, not sticky. */
@@ -84,9 +84,9 @@ struct edit_snapshot {
 	void *map;                 /* private */
 };
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s);
-/* The snapshot's version is saved; sticky_source, when not NULL, makes the
- * text stay shown while the source has this identity, with its mtime, or
- * (sticky_digest not NULL) holds these bytes. */
+/* The snapshot's version is saved; sticky_source and sticky_digest, when
+ * not NULL, make the text stay shown while the source has this identity
+ * (with its mtime) or holds these bytes. */
 void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct identity *sticky_source,
 		const struct edit_digest *sticky_digest);
 /* Its save failed: err (an errno) and msg (taken) are kept for status. */

@@ -111,7 +111,8 @@ void fs_init_state(struct fs *fs)
 	fs->inodes = inodes_new(fs->tree);
 	inodes_set_edit_free(fs->inodes, edit_unref);
 	pthread_mutex_init(&fs->edits_lock, NULL);
-	pthread_mutex_init(&fs->save_lock, NULL);
+	pthread_mutex_init(&fs->gates_lock, NULL);
+	fs->gates = g_hash_table_new(g_str_hash, g_str_equal);
 }
 
 void fs_start(struct fs *fs, struct fuse_session *se)
@@ -127,7 +128,8 @@ void fs_stop(struct fs *fs)
 	inodes_free(fs->inodes);
 	fs->inodes = NULL;
 	pthread_mutex_destroy(&fs->edits_lock);
-	pthread_mutex_destroy(&fs->save_lock);
+	pthread_mutex_destroy(&fs->gates_lock);
+	g_hash_table_destroy(fs->gates);
 }
 
 /* ---- reloads ----------------------------------------------------------- */

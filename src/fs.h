@@ -28,10 +28,12 @@ struct fs {
 	pthread_mutex_t edits_lock; /* inode->edit pointers and edit counts */
 	struct res_commit_options commit; /* how saves commit (a test hook too) */
 	int saving;          /* saves under way: they reload what they change */
-	/* One save at a time from its write to its reload, so that each finds
-	 * the file as the last one left it, and a file found otherwise was
-	 * changed by another program. */
-	pthread_mutex_t save_lock;
+	/* Saves of one file run one at a time from their write to their
+	 * reload, so that each finds the file as the last one left it, and a
+	 * file found otherwise was changed by another program: a gate per
+	 * file being saved (fs_write.c), by path. */
+	pthread_mutex_t gates_lock;
+	GHashTable *gates;
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;
@@ -123,10 +125,6 @@ void notify_wait(struct fs *fs);
 struct edit *fs_edit_get(struct fs *fs, struct inode *in);
 /* Whether reads and attributes of n come from the edit (edit_shows). */
 int fs_edit_shows(struct fs *fs, struct edit *e, const struct tree_node *n);
-
-/* The digest of the bytes n (a view: its source) holds now; 0 or -errno.
- * With the tree read-locked. */
-int fs_source_digest(struct fs *fs, const struct tree_node *n, struct edit_digest *d);
 /* Names of editors' temporaries, kept in memory (fs_names.c). */
 int fs_is_scratch_name(const char *name);
 void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct stat *st);

@@ -397,34 +397,32 @@ static int save_pending(struct fs *fs, struct inode *in)
 	return rc;
 }
 
-/* The text of an entry just saved over a view stays what the view shows. */
-static void keep_text(struct fs *fs, struct inode *in, GBytes *text)
+/* The text of an entry just saved over a view stays what the view shows,
+ * while the view's source holds what the save wrote. */
+static void keep_text(struct fs *fs, struct inode *in, GBytes *text, const struct fs_written *written)
 {
 	struct edit_snapshot snap;
 	struct identity id;
-	struct edit_digest digest;
+	const struct identity *src = NULL;
 	struct tree_node *n;
 	struct edit *e;
 	gsize len;
 	const void *data = g_bytes_get_data(text, &len);
-	int digested = 0;
 
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
-	e = n ? edit_new(n->mtime) : NULL;
-	if (n) {
-		node_identity(n, &id);
-		digested = fs_source_digest(fs, n, &digest) == 0;
-	}
+	if (n)
+		src = fs_sticky_source(fs, n, written, &id);
+	e = src ? edit_new(n->mtime) : NULL;
 	tree_read_unlock(fs->tree);
 	if (!e)
 		return;
-	if (edit_load(e, data, len, 0) == 0 && edit_snapshot_begin(e, &snap) == 1) {
-		/* as saved: only the sticky text is new */
-		edit_saved(e, &snap, &id, digested ? &digest : NULL);
-		edit_snapshot_end(e, &snap);
-		fs_edit_install(fs, in, e);
-	} else {
+	if (edit_load(e, data, len, 0) == 0) {
+		if (edit_snapshot_begin(e, &snap) == 1) {
+			/* as saved: only the sticky text is new */
+			edit_saved(e, &snap, src, &written->digest);
+			fs_edit_install(fs, in, e);
+		}
 		edit_snapshot_end(e, &snap);
 	}
 	edit_unref(e);
@@ -453,9 +451,9 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	struct res_error err = { 0 };
 	struct edit_snapshot s;
 	struct identity id;
-	struct edit_digest digest;
+	const struct identity *src;
+	struct fs_written written = { 0 };
 	struct tree_node *npn, *n;
-	int digested = 0;
 
 	if (!e)
 		return -ENOENT;
@@ -470,6 +468,8 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 		struct inode *unit = plan ? fs_unit_of(fs, npin) : NULL;
 		struct fs_move move = { in, npin, newname, 0 };
 
+		if (plan)
+			fs_written_of(plan, &written);
 		rc = plan && unit ? fs_run_plan(fs, plan, unit, &move, &err) /* unlocks */
 				  : -(err.code ? err.code : EIO);
 		if (!unit)
@@ -478,12 +478,9 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 			log_msg(LOG_ERR, "%s: not saved: %s", newname, err.msg);
 		tree_read_lock(fs->tree);
 		n = rc == 0 ? inode_node(fs->inodes, in) : NULL;
-		if (n && n->kind == NODE_VIEW) {
-			node_identity(n, &id); /* the text shows as written */
-			digested = fs_source_digest(fs, n, &digest) == 0;
-		}
+		src = n ? fs_sticky_source(fs, n, &written, &id) : NULL; /* the text shows as written */
 		if (rc == 0)
-			edit_saved(e, &s, n && n->kind == NODE_VIEW ? &id : NULL, digested ? &digest : NULL);
+			edit_saved(e, &s, src, src ? &written.digest : NULL);
 	} else if (rc == 0) {
 		tree_read_unlock(fs->tree);
 		tree_write_lock(fs->tree); /* one temporary renamed to another */
@@ -508,6 +505,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct tree_node *pn, *npn, *n, *target;
 	struct res_error err = { 0 };
 	struct wb_plan *plan = NULL;
+	struct fs_written written = { 0 };
 	struct fs_move move;
 	GBytes *text = NULL;
 	int rc = 0, e = 0, real = 0;
@@ -566,6 +564,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		if (rc == 0)
 			fs_reload(fs, npin, &move, NULL);
 	} else if (rc == 0) {
+		fs_written_of(plan, &written);
 		rc = fs_run_plan(fs, plan, unit, &move, &err); /* unlocks */
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s -> %s: not renamed: %s", name, newname, err.msg);
@@ -578,7 +577,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	if (from_unit)
 		inode_unref(fs->inodes, from_unit);
 	if (rc == 0 && in && text)
-		keep_text(fs, in, text);
+		keep_text(fs, in, text, &written);
 	if (text)
 		g_bytes_unref(text);
 	fuse_reply_err(req, -rc);

@@ -60,7 +60,9 @@ static const struct identity *source_of(const struct tree_node *n, struct identi
 	return id;
 }
 
-int fs_source_digest(struct fs *fs, const struct tree_node *n, struct edit_digest *d)
+/* The digest of the bytes n (a view: its source) holds now; 0 or -errno.
+ * Read lock. */
+static int source_digest(struct fs *fs, const struct tree_node *n, struct edit_digest *d)
 {
 	struct tree_node *src = n->kind == NODE_VIEW ? view_source(n) : (struct tree_node *)n;
 	uint64_t size = tree_file_size(fs->tree, src);
@@ -69,12 +71,35 @@ int fs_source_digest(struct fs *fs, const struct tree_node *n, struct edit_diges
 
 	if (size > VIEW_MAX_TEXT_SOURCE)
 		return -EFBIG;
-	buf = g_malloc(size ? size : 1);
-	got = tree_read(fs->tree, src, buf, size, 0);
+	/* a byte more than the size: a loose file grown since is not equal */
+	buf = g_malloc(size + 1);
+	got = tree_read(fs->tree, src, buf, size + 1, 0);
 	if (got == (ssize_t)size)
 		edit_digest_of(d, buf, size);
 	g_free(buf);
 	return got < 0 ? (int)got : got == (ssize_t)size ? 0 : -EIO;
+}
+
+void fs_written_of(const struct wb_plan *plan, struct fs_written *w)
+{
+	size_t len;
+	const unsigned char *bytes = wb_plan_view_bytes(plan, &len);
+
+	w->known = bytes != NULL;
+	if (bytes)
+		edit_digest_of(&w->digest, bytes, len);
+}
+
+const struct identity *fs_sticky_source(struct fs *fs, const struct tree_node *n, const struct fs_written *w,
+					struct identity *id)
+{
+	struct edit_digest now;
+
+	if (!n || n->kind != NODE_VIEW || !w->known || source_digest(fs, n, &now) != 0
+	    || memcmp(&now, &w->digest, sizeof now) != 0)
+		return NULL;
+	node_identity(n, id);
+	return id;
 }
 
 int fs_edit_shows(struct fs *fs, struct edit *e, const struct tree_node *n)
@@ -86,7 +111,7 @@ int fs_edit_shows(struct fs *fs, struct edit *e, const struct tree_node *n)
 
 	/* the source's identity moved on: the text stays if its bytes did not */
 	if (shows == EDIT_ASK)
-		shows = edit_shows_digest(e, src, fs_source_digest(fs, n, &d) == 0 ? &d : NULL);
+		shows = edit_shows_digest(e, src, source_digest(fs, n, &d) == 0 ? &d : NULL);
 	return shows;
 }
 
@@ -272,23 +297,66 @@ struct inode *fs_unit_of(struct fs *fs, struct inode *in)
 	return NULL;
 }
 
+/* The gate of one file being saved: held from the write to the reload. */
+struct gate {
+	pthread_mutex_t lock;
+	int users;   /* under fs->gates_lock */
+	char *path;  /* the key in fs->gates */
+};
+
+static struct gate *gate_enter(struct fs *fs, const char *path)
+{
+	struct gate *g;
+
+	pthread_mutex_lock(&fs->gates_lock);
+	g = g_hash_table_lookup(fs->gates, path);
+	if (!g) {
+		g = g_new0(struct gate, 1);
+		pthread_mutex_init(&g->lock, NULL);
+		g->path = g_strdup(path);
+		g_hash_table_insert(fs->gates, g->path, g);
+	}
+	g->users++;
+	pthread_mutex_unlock(&fs->gates_lock);
+	pthread_mutex_lock(&g->lock);
+	return g;
+}
+
+static void gate_leave(struct fs *fs, struct gate *g)
+{
+	int last;
+
+	pthread_mutex_unlock(&g->lock);
+	pthread_mutex_lock(&fs->gates_lock);
+	last = --g->users == 0;
+	if (last)
+		g_hash_table_remove(fs->gates, g->path);
+	pthread_mutex_unlock(&fs->gates_lock);
+	if (last) {
+		pthread_mutex_destroy(&g->lock);
+		g_free(g->path);
+		g_free(g);
+	}
+}
+
 int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
 		struct res_error *err)
 {
 	struct save_stamps stamps = { 0 };
+	struct gate *gate;
 	int rc;
 
 	inode_ref(fs->inodes, unit);
 	tree_read_unlock(fs->tree);
 	__atomic_add_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
-	pthread_mutex_lock(&fs->save_lock);
+	gate = gate_enter(fs, wb_plan_file(plan));
 	rc = wb_run(plan, &fs->commit, err, &stamps);
 	wb_plan_free(plan);
 	if (rc == 0)
 		fs_reload(fs, unit, move, &stamps);
 	else if (rc == 1 && move && move->in)
 		fs_move(fs, move); /* nothing to write, but the name moved all the same */
-	pthread_mutex_unlock(&fs->save_lock);
+	gate_leave(fs, gate);
 	__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
 	inode_unref(fs->inodes, unit);
 	return rc < 0 ? -err->code : 0;
@@ -306,18 +374,15 @@ static void report_failure(struct fs *fs, struct inode *in, struct edit *e, cons
 	edit_failed(e, s, err->code, g_strdup(err->msg));
 }
 
-/* The identity a saved view's text stays shown for, its source's now, and
- * the digest of the source's bytes (*digested: whether d was filled). */
-static const struct identity *sticky_source(struct fs *fs, struct inode *in, struct identity *id,
-					    struct edit_digest *d, int *digested)
+/* The identity a saved view's text stays shown for: its source's now, if
+ * it holds what the save wrote. */
+static const struct identity *sticky_source(struct fs *fs, struct inode *in, const struct fs_written *w,
+					    struct identity *id)
 {
-	struct tree_node *n;
 	const struct identity *r;
 
 	tree_read_lock(fs->tree);
-	n = inode_node(fs->inodes, in);
-	r = source_of(n, id);
-	*digested = n && fs_source_digest(fs, n, d) == 0;
+	r = fs_sticky_source(fs, inode_node(fs->inodes, in), w, id);
 	tree_read_unlock(fs->tree);
 	return r;
 }
@@ -336,11 +401,11 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 	struct res_error err = { 0 };
 	struct edit_snapshot s;
 	struct identity id;
-	struct edit_digest digest;
+	struct fs_written written = { 0 };
 	struct wb_plan *plan;
 	struct tree_node *n;
 	struct inode *unit;
-	int rc, is_view, digested;
+	int rc, is_view;
 
 	if (in->scratch)
 		return 0; /* kept in memory until renamed (fs_names.c) */
@@ -367,14 +432,15 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 			snprintf(err.msg, sizeof err.msg, "%s", strerror(err.code = EIO));
 		rc = -err.code;
 	} else {
+		fs_written_of(plan, &written);
 		rc = fs_run_plan(fs, plan, unit, NULL, &err);
 	}
 	if (rc < 0) {
 		report_failure(fs, in, e, &s, &err, is_view && !transient);
 	} else if (is_view) {
-		const struct identity *src = sticky_source(fs, in, &id, &digest, &digested);
+		const struct identity *src = sticky_source(fs, in, &written, &id);
 
-		edit_saved(e, &s, src, digested ? &digest : NULL);
+		edit_saved(e, &s, src, src ? &written.digest : NULL);
 	} else {
 		edit_saved(e, &s, NULL, NULL);
 	}

@@ -26,6 +26,21 @@ int fs_save(struct fs *fs, struct inode *in, struct edit *e);
  * reload after a save, which may make in itself vanish.  Read lock. */
 struct inode *fs_unit_of(struct fs *fs, struct inode *in);
 
+/* What a save of an INI view wrote into its source (taken from the plan
+ * before it runs): the view keeps its text as written only while the
+ * source holds it. */
+struct fs_written {
+	int known;
+	struct edit_digest digest;
+};
+void fs_written_of(const struct wb_plan *plan, struct fs_written *w);
+
+/* The identity of view n's source now, into id, if the source holds what
+ * w says was written; NULL otherwise (another save came between).  Read
+ * lock. */
+const struct identity *fs_sticky_source(struct fs *fs, const struct tree_node *n, const struct fs_written *w,
+					struct identity *id);
+
 /* Runs a plan made under the read lock, which it releases, then reloads
  * the unit (with move, when not NULL).  Returns 0 or a negative errno; err
  * has the reason. */

@@ -495,15 +495,18 @@ static uint32_t file_stamp(const struct stat *st)
 }
 
 /* Opens path for reading if it is a regular file, with its stat in *st;
- * -1 otherwise.  Never waits on a fifo renamed over the name. */
+ * -1 with errno otherwise.  Never waits on a fifo renamed over the name. */
 static int open_regular(const char *path, struct stat *st)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
+	if (fd < 0 && errno == EWOULDBLOCK) /* a lease held: a fifo never says so */
+		fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
 		close(fd);
+		errno = EIO;
 		return -1;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
@@ -1060,12 +1063,13 @@ static int plain_fd(struct tree *t, struct tree_node *n)
 {
 	int fd = __atomic_load_n(&n->plain_fd, __ATOMIC_ACQUIRE);
 	int expected = -1;
+	struct stat st;
 	char *path;
 
 	if (fd >= 0)
 		return fd;
 	path = real_path(t, n);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(path, &st);
 	if (fd < 0) {
 		int e = errno;
 

@@ -59,6 +59,17 @@ void wb_plan_free(struct wb_plan *p)
 	g_free(p);
 }
 
+const char *wb_plan_file(const struct wb_plan *p)
+{
+	return p->file;
+}
+
+const unsigned char *wb_plan_view_bytes(const struct wb_plan *p, size_t *len)
+{
+	*len = p->data ? p->data->len : 0;
+	return p->data ? p->data->data : NULL;
+}
+
 static struct wb_plan *refuse(struct wb_plan *p)
 {
 	wb_plan_free(p);

@@ -52,6 +52,13 @@ int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_e
 
 void wb_plan_free(struct wb_plan *p);
 
+/* The file the plan writes (an archive file, or a loose file). */
+const char *wb_plan_file(const struct wb_plan *p);
+
+/* The bytes the plan gives the source of an INI view (the REG made of its
+ * text), or NULL when it saves no view. */
+const unsigned char *wb_plan_view_bytes(const struct wb_plan *p, size_t *len);
+
 /* Replaces the file at path by data, crash-safely: a temporary beside it,
  * flushed, renamed over it, the folder flushed.  Keeps the mode. */
 int wb_replace_file(const char *path, const unsigned char *data, size_t len, struct res_error *err);

@@ -176,6 +176,25 @@ for i in 1 2 3 4 5 6 7 8 9 10; do printf "mount $i" > "$M/texts.res/mount.txt"; 
 wait $pp
 check "concurrent saves from the mount and eifs put all land" eval 'holds texts.res/put.txt '\''put 10'\'' && holds texts.res/mount.txt '\''mount 10'\'' && clean texts.res'
 
+# a save waits for the lock of its own archive only: another program
+# holding texts.res locked holds up no save into another archive
+if command -v flock > /dev/null; then
+	flock "$G/texts.res" sleep 4 & holder=$!
+	sleep 0.5
+	printf 'waited' > "$M/texts.res/waiting.txt" & waiter=$!
+	sleep 0.5
+	t0=$(date +%s%N)
+	printf 'went' > "$M/quests.res/other.txt"
+	t1=$(date +%s%N)
+	check "a save into one archive does not wait for another archive's lock ($(( (t1 - t0) / 1000000 )) ms)" \
+		[ $(( (t1 - t0) / 1000000 )) -lt 2000 ]
+	wait $waiter
+	check "... and the save that waited lands once the lock goes" holds texts.res/waiting.txt waited
+	wait $holder
+else
+	echo "skipped: no flock(1) here"
+fi
+
 # ---- nothing is left for the unmount -------------------------------------------------------
 printf 'swap' > "$M/texts.res/.x.swp"
 exec 3> "$M/texts.res/open.txt"
