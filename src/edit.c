@@ -264,6 +264,8 @@ void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct iden
 		 * left it older than the writes, and the file must not show
 		 * one time while the text stays and another once it goes */
 		e->mtime = sticky_source->mtime;
+	} else {
+		e->sticky = 0; /* an older save's text is not this one's */
 	}
 	pthread_mutex_unlock(&e->lock);
 }

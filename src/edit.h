@@ -86,7 +86,7 @@ struct edit_snapshot {
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s);
 /* The snapshot's version is saved; sticky_source and sticky_digest, when
  * not NULL, make the text stay shown while the source has this identity
- * (with its mtime) or holds these bytes. */
+ * (with its mtime) or holds these bytes; NULL ends an earlier save's. */
 void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct identity *sticky_source,
 		const struct edit_digest *sticky_digest);
 /* Its save failed: err (an errno) and msg (taken) are kept for status. */

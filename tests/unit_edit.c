@@ -1,0 +1,106 @@
+/* Contents written through the mount (src/edit.c): when a saved INI view
+ * keeps showing its text as written ("sticky"). */
+#include <criterion/criterion.h>
+
+#include <string.h>
+
+#include "edit.h"
+
+static const struct identity as_saved = { .size = 40, .offset = 7, .mtime = 100, .kind = 1, .epoch = 3 };
+
+/* An edit whose text "a=1 ; note" was written and saved; the save left its
+ * source with as_saved and these bytes. */
+static struct edit *saved_edit(const char *reg_bytes, int armed)
+{
+	struct edit *e = edit_new(50);
+	struct edit_snapshot s;
+	struct edit_digest d;
+
+	cr_assert_not_null(e);
+	cr_assert_eq(edit_write(e, "a=1 ; note", 10, 0), 0);
+	cr_assert_eq(edit_snapshot_begin(e, &s), 0, "a written version is to be saved");
+	edit_digest_of(&d, reg_bytes, strlen(reg_bytes));
+	edit_saved(e, &s, armed ? &as_saved : NULL, armed ? &d : NULL);
+	edit_snapshot_end(e, &s);
+	return e;
+}
+
+static struct edit_digest digest(const char *bytes)
+{
+	struct edit_digest d;
+
+	edit_digest_of(&d, bytes, strlen(bytes));
+	return d;
+}
+
+Test(edit, the_text_shows_while_the_source_keeps_its_identity)
+{
+	struct edit *e = saved_edit("REG", 1);
+	struct identity moved = as_saved;
+
+	cr_assert_eq(edit_shows(e, &as_saved), 1);
+	cr_assert_not(edit_idle(e), "the text as written exists nowhere else");
+	moved.epoch = 4;
+	cr_assert_eq(edit_shows(e, &moved), EDIT_ASK, "a new identity: only the bytes can tell");
+	cr_assert_eq(edit_shows(e, NULL), 0, "the source is gone");
+	edit_unref(e);
+}
+
+Test(edit, the_same_bytes_under_a_new_identity_keep_the_text)
+{
+	struct edit *e = saved_edit("REG", 1);
+	struct identity moved = as_saved;
+	struct edit_digest same = digest("REG");
+	struct stat st;
+
+	moved.epoch = 9;
+	moved.mtime = 200;
+	cr_assert_eq(edit_shows_digest(e, &moved, &same), 1);
+	cr_assert_eq(edit_shows(e, &moved), 1, "the text now stays for the new identity without asking");
+	edit_stat(e, &st);
+	cr_assert_eq(st.st_mtime, 200, "with the source's time");
+	edit_unref(e);
+}
+
+Test(edit, other_bytes_or_none_end_the_text)
+{
+	struct edit *e = saved_edit("REG", 1);
+	struct identity moved = as_saved;
+	struct edit_digest other = digest("REG changed");
+
+	moved.epoch = 9;
+	cr_assert_eq(edit_shows_digest(e, &moved, &other), 0);
+	cr_assert(edit_idle(e), "nothing is kept: the REG is what there is");
+	cr_assert_eq(edit_shows(e, &as_saved), 0, "not even back under the old identity");
+	edit_unref(e);
+
+	e = saved_edit("REG", 1);
+	cr_assert_eq(edit_shows_digest(e, &moved, NULL), 0, "unreadable source: the text goes");
+	cr_assert(edit_idle(e));
+	edit_unref(e);
+}
+
+/* A new write ends the earlier save's text; a save whose source did not
+ * hold what it wrote shows none. */
+Test(edit, a_later_save_that_does_not_arm_shows_no_text)
+{
+	struct edit *e = saved_edit("REG", 1);
+	struct edit_snapshot s;
+
+	cr_assert_eq(edit_write(e, "a=2", 3, 0), 0);
+	cr_assert_eq(edit_snapshot_begin(e, &s), 0);
+	edit_saved(e, &s, NULL, NULL); /* the source did not hold what this save wrote */
+	edit_snapshot_end(e, &s);
+	cr_assert_eq(edit_shows(e, &as_saved), 0, "the first save's text is not shown for the second");
+	cr_assert(edit_idle(e));
+	edit_unref(e);
+}
+
+Test(edit, a_save_without_a_source_keeps_no_text)
+{
+	struct edit *e = saved_edit("REG", 0);
+
+	cr_assert_eq(edit_shows(e, &as_saved), 0);
+	cr_assert(edit_idle(e));
+	edit_unref(e);
+}
