@@ -34,7 +34,7 @@ size_t cp1251_to_utf8(const char *in, size_t len, const char *escape, GString *o
 	}
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)in[i];
-		gunichar u = c < 0x80 ? c : cp1251_high[c - 0x80];
+		gunichar u = cp1251_char(c);
 
 		if (u == 0 || must_escape[c]) {
 			g_string_append_printf(out, "%%%02X", c);
@@ -48,7 +48,12 @@ size_t cp1251_to_utf8(const char *in, size_t len, const char *escape, GString *o
 	return escaped;
 }
 
-static int cp1251_from_unichar(gunichar u)
+gunichar cp1251_char(unsigned char c)
+{
+	return c < 0x80 ? c : cp1251_high[c - 0x80];
+}
+
+int cp1251_byte(gunichar u)
 {
 	if (u < 0x80)
 		return (int)u;
@@ -66,7 +71,7 @@ int utf8_to_cp1251(const char *in, size_t len, GString *out, size_t *bad_at)
 
 	while (p < end) {
 		gunichar u = g_utf8_get_char_validated(p, end - p);
-		int c = (u == (gunichar)-1 || u == (gunichar)-2) ? -1 : cp1251_from_unichar(u);
+		int c = (u == (gunichar)-1 || u == (gunichar)-2) ? -1 : cp1251_byte(u);
 
 		if (c < 0) {
 			if (bad_at)

@@ -16,4 +16,10 @@ size_t cp1251_to_utf8(const char *in, size_t len, const char *escape, GString *o
  * *bad_at then gets the byte offset of the offending character. */
 int utf8_to_cp1251(const char *in, size_t len, GString *out, size_t *bad_at);
 
+/* The character of one cp1251 byte; 0 for the undefined 0x98. */
+gunichar cp1251_char(unsigned char c);
+
+/* The cp1251 byte of a character, or -1 when cp1251 has none. */
+int cp1251_byte(gunichar u);
+
 #endif
