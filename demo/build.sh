@@ -8,6 +8,8 @@
 # (demo/mkasset): NAME.FORMAT.LEVELS.png -> NAME.mmp, NAME.reg.ini -> NAME.reg,
 # NAME.gen -> NAME made by the generator its words name (models, maps).
 # Every entry gets the same timestamp, so the output is reproducible.
+# The texts (texts.res entries, a quest's briefing) are cp1251 in demo/src,
+# as in the game; eifs shows them as UTF-8 beside (NAME.txt).
 set -eu
 src=$1 out=$2 eifs=$3 mkasset=$4
 stamp=1000000000   # 2001-09-09, the game's era

@@ -1,13 +1,13 @@
 /* The FUSE glue, write side: files opened for writing inside archives
- * (entries and INI views) get an edit (edit.h), saved into the archive on
+ * (entries and editable views: INI, game texts) get an edit (edit.h), saved into the archive on
  * fsync and on close (writeback.h), never at unmount; loose files of the
  * game folder are written directly.
  *
  * A save that fails (an INI that does not parse, a full disk) returns the
  * error to fsync/close, logs one line, and keeps the edit with its text:
  * the view shows it until a valid save, or until `rm` of the view drops
- * it (fs_names.c); the status file lists it.  A saved INI view keeps
- * showing the text as written while its .reg stays as saved, so that
+ * it (fs_names.c); the status file lists it.  A saved view keeps
+ * showing the text as written while its source stays as saved, so that
  * editors see the file they wrote. */
 #define _GNU_SOURCE
 #include "fs_write.h"

@@ -26,7 +26,7 @@ int fs_save(struct fs *fs, struct inode *in, struct edit *e);
  * reload after a save, which may make in itself vanish.  Read lock. */
 struct inode *fs_unit_of(struct fs *fs, struct inode *in);
 
-/* What a save of an INI view wrote into its source (taken from the plan
+/* What a save of an editable view wrote into its source (taken from the plan
  * before it runs): the view keeps its text as written only while the
  * source holds it. */
 struct fs_written {

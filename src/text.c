@@ -15,7 +15,7 @@ int text_to_utf8(const unsigned char *data, size_t len, GString *out, struct for
 
 		if (c == 0) {
 			g_string_truncate(out, start);
-			return format_fail(err, EINVAL, i, "a NUL byte at offset %zu: binary data, not a text", i);
+			return format_fail(err, EINVAL, i, "a NUL byte: binary data, not a text");
 		}
 		if (c < 0x80)
 			g_string_append_c(out, (char)c);

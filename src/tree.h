@@ -90,15 +90,10 @@ void tree_free(struct tree *t);
 
 /* The same for a mount that may change what it serves: it shows the
  * write permission of each archive file it may write (one whose mode has
- * write bits and which this process may open for writing), and of INI
- * views; tree_open's tree shows everything read-only. */
+ * write bits and which this process may open for writing), and of the
+ * editable views; tree_open's tree shows everything read-only. */
 struct tree *tree_open_rw(const char *path, int *err);
 int tree_is_writable(const struct tree *t);
-
-/* Whether n may be changed: its archive file (or folder) is writable and
- * the mount is, and n is an entry, a plain file or an INI view (or, for
- * directories, may take new entries). */
-int tree_node_writable(const struct tree *t, const struct tree_node *n);
 
 /* Readers hold the read lock while they use nodes; tree_reload needs the
  * write lock, and bumps the generation: node addresses taken under an

@@ -11,6 +11,7 @@
 #include "models.h"
 #include "mpr.h"
 #include "names.h"
+#include "text.h"
 
 typedef int (*text_fn)(const unsigned char *data, size_t len, GString *out, struct format_error *err);
 
@@ -28,6 +29,11 @@ static int mmp_png_size0(const unsigned char *hdr, size_t n, uint64_t *size, str
 static int mob_script(const unsigned char *d, size_t n, GString *out, struct format_error *err)
 {
 	return mob_has_script(d, n) ? mob_script_to_text(d, n, out, err) : 0;
+}
+
+static int ini_reg(const unsigned char *text, size_t n, GByteArray *out, struct format_error *err)
+{
+	return ini_to_reg_bytes((const char *)text, n, out, err);
 }
 
 static int db_jsonl(const char *name, const unsigned char *d, size_t n, GByteArray *out, struct format_error *err)
@@ -107,6 +113,22 @@ static int claims_db(struct tree *t, const struct tree_node *src, const struct t
 	       && db_is_database(src->name);
 }
 
+/* The game's texts: the extensionless entries of .res and .mq archives
+ * (texts.res, "briefing z1q1_1" in a quest; those of models are parts)
+ * whose first bytes hold no NUL: binary data shown as a text would fail
+ * every grep -r and cp -r, and a save over it would replace it. */
+static int claims_game_text(struct tree *t, const struct tree_node *src, const struct tree_node *dir)
+{
+	const struct tree_node *a = archive_of(dir);
+	unsigned char head[512];
+	ssize_t got;
+
+	if (has_ext(src) || !a || !(names_has_ext(a->name, "res") || names_has_ext(a->name, "mq")))
+		return 0;
+	got = tree_read(t, (struct tree_node *)src, head, sizeof head, 0);
+	return got >= 0 && !memchr(head, 0, (size_t)got);
+}
+
 /* .mp is also the multiplayer character format: only map headers count */
 static int claims_map_header(struct tree *t, const struct tree_node *src, const struct tree_node *dir)
 {
@@ -129,31 +151,49 @@ struct view_type {
 	int (*binary)(const char *name, const unsigned char *d, size_t n, GByteArray *out, struct format_error *err);
 	size_t header_len;     /* > 0: the size follows from this many bytes */
 	int (*size)(const unsigned char *hdr, size_t n, uint64_t *size, struct format_error *err);
-	int editable;          /* saving the view writes its source (views.h) */
+	/* an editable view: what saving a text writes to the source */
+	int (*to_source)(const unsigned char *text, size_t n, GByteArray *out, struct format_error *err);
 };
 
 static const struct view_type types[] = {
-	{ "PNG", "mmp", NULL, 1, ".png", NULL, mmp_png, 76, mmp_png_size0, 0 },
-	{ "INI", "reg", NULL, 1, ".ini", reg_bytes_to_ini, NULL, 0, NULL, 1 },
-	{ "JSON Lines", NULL, claims_db, 0, ".jsonl", NULL, db_jsonl, 0, NULL, 0 },
-	{ "ADB text", "adb", NULL, 0, ".txt", adb_to_text, NULL, 0, NULL, 0 },
-	{ "MOB text", "mob", NULL, 0, ".txt", mob_to_text, NULL, 0, NULL, 0 },
-	{ "MOB script", "mob", NULL, 0, ".script.txt", mob_script, NULL, 0, NULL, 0 },
-	{ "LNK text", "lnk", NULL, 0, ".txt", lnk_to_text, NULL, 0, NULL, 0 },
-	{ "LNK text", NULL, claims_lnk_part, 0, ".lnk.txt", lnk_to_text, NULL, 0, NULL, 0 },
-	{ "FIG text", "fig", NULL, 0, ".txt", fig_to_text, NULL, 0, NULL, 0 },
-	{ "FIG text", NULL, claims_fig_part, 0, ".fig.txt", fig_to_text, NULL, 0, NULL, 0 },
-	{ "BON text", "bon", NULL, 0, ".txt", bon_to_text, NULL, 0, NULL, 0 },
-	{ "BON text", NULL, claims_bon_part, 0, ".bon.txt", bon_to_text, NULL, 0, NULL, 0 },
-	{ "ANM text", NULL, claims_anm_track, 0, ".anm.txt", anm_to_text, NULL, 0, NULL, 0 },
-	{ "CAM text", "cam", NULL, 0, ".txt", cam_to_text, NULL, 0, NULL, 0 },
-	{ "MP text", NULL, claims_map_header, 0, ".txt", mp_to_text, NULL, 0, NULL, 0 },
-	{ "SEC text", "sec", NULL, 0, ".txt", sec_to_text, NULL, 0, NULL, 0 },
+	{ "PNG", "mmp", NULL, 1, ".png", NULL, mmp_png, 76, mmp_png_size0, NULL },
+	{ "INI", "reg", NULL, 1, ".ini", reg_bytes_to_ini, NULL, 0, NULL, ini_reg },
+	{ "JSON Lines", NULL, claims_db, 0, ".jsonl", NULL, db_jsonl, 0, NULL, NULL },
+	{ "ADB text", "adb", NULL, 0, ".txt", adb_to_text, NULL, 0, NULL, NULL },
+	{ "MOB text", "mob", NULL, 0, ".txt", mob_to_text, NULL, 0, NULL, NULL },
+	{ "MOB script", "mob", NULL, 0, ".script.txt", mob_script, NULL, 0, NULL, NULL },
+	{ "LNK text", "lnk", NULL, 0, ".txt", lnk_to_text, NULL, 0, NULL, NULL },
+	{ "LNK text", NULL, claims_lnk_part, 0, ".lnk.txt", lnk_to_text, NULL, 0, NULL, NULL },
+	{ "FIG text", "fig", NULL, 0, ".txt", fig_to_text, NULL, 0, NULL, NULL },
+	{ "FIG text", NULL, claims_fig_part, 0, ".fig.txt", fig_to_text, NULL, 0, NULL, NULL },
+	{ "BON text", "bon", NULL, 0, ".txt", bon_to_text, NULL, 0, NULL, NULL },
+	{ "BON text", NULL, claims_bon_part, 0, ".bon.txt", bon_to_text, NULL, 0, NULL, NULL },
+	{ "ANM text", NULL, claims_anm_track, 0, ".anm.txt", anm_to_text, NULL, 0, NULL, NULL },
+	{ "CAM text", "cam", NULL, 0, ".txt", cam_to_text, NULL, 0, NULL, NULL },
+	{ "MP text", NULL, claims_map_header, 0, ".txt", mp_to_text, NULL, 0, NULL, NULL },
+	{ "SEC text", "sec", NULL, 0, ".txt", sec_to_text, NULL, 0, NULL, NULL },
+	{ "UTF-8 text", NULL, claims_game_text, 0, ".txt", text_to_utf8, NULL, 0, NULL, text_from_utf8 },
 };
 
 int view_is_editable(unsigned type)
 {
-	return type < G_N_ELEMENTS(types) && types[type].editable;
+	return type < G_N_ELEMENTS(types) && types[type].to_source;
+}
+
+GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len, struct format_error *err)
+{
+	GByteArray *out;
+
+	if (!view_is_editable(type)) {
+		format_fail(err, EACCES, 0, "a %s view is read-only", view_type_label(type));
+		return NULL;
+	}
+	out = g_byte_array_new();
+	if (types[type].to_source(text, len, out, err) < 0) {
+		g_byte_array_unref(out);
+		return NULL;
+	}
+	return out;
 }
 
 const char *view_type_label(unsigned type)

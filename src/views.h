@@ -26,8 +26,14 @@ int view_size_from_header(struct tree *t, struct tree_node *view);
 /* Reads the source whole and converts it; *out is the caller's. */
 int view_convert(struct tree *t, struct tree_node *view, GByteArray **out, struct format_error *err);
 
-/* Whether saving a view of this type writes its source back (INI). */
+/* Whether saving a view of this type writes its source back (INI, texts). */
 int view_is_editable(unsigned type);
+
+/* The source bytes a saved text of an editable view stands for (the REG of
+ * an INI), or NULL with err set: EACCES for a read-only view type, else
+ * the converter's (EINVAL, EILSEQ for a character the source cannot hold;
+ * offset = the text's line).  The result is the caller's. */
+GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len, struct format_error *err);
 
 /* What a view type is, for messages: "PNG", "INI"... */
 const char *view_type_label(unsigned type);

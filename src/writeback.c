@@ -11,7 +11,6 @@
 #include <unistd.h>
 #include <glib.h>
 
-#include "ini.h"
 #include "save.h"
 #include "views.h"
 
@@ -165,25 +164,29 @@ static int holds(struct tree *t, struct tree_node *n, const unsigned char *data,
 	return 1;
 }
 
-/* The REG bytes an INI text stands for. */
-static GByteArray *ini_to_reg_checked(const unsigned char *text, size_t len, struct res_error *err)
+/* The source bytes the saved text of view type stands for. */
+static GByteArray *source_of_text(unsigned type, const unsigned char *text, size_t len, struct res_error *err)
 {
 	struct format_error ferr = { 0 };
-	GByteArray *reg = g_byte_array_new();
+	GByteArray *bytes;
 
-	if (ini_to_reg_bytes((const char *)text, len, reg, &ferr) < 0) {
-		/* a value the REG cannot hold is a bad value all the same */
-		fail(err, ferr.code == EILSEQ ? EILSEQ : EINVAL, ferr.offset, "%s", ferr.msg);
-		g_byte_array_unref(reg);
+	if (len > VIEW_MAX_TEXT_SOURCE) { /* its view could not show it again */
+		fail(err, EFBIG, 0, "%zu bytes is more than a %s view holds", len, view_type_label(type));
 		return NULL;
 	}
-	return reg;
+	bytes = view_to_source(type, text, len, &ferr);
+
+	/* a value the source cannot hold is a bad value all the same */
+	if (!bytes)
+		fail(err, ferr.code == EILSEQ || ferr.code == EACCES ? ferr.code : EINVAL, ferr.offset, "%s",
+		     ferr.msg);
+	return bytes;
 }
 
-/* Source src (an entry, or a loose .reg) gets reg; unchanged bytes keep
- * everything as it is, timestamp included. */
-static struct wb_plan *put_reg(struct tree *t, struct tree_node *src, GByteArray *reg, uint32_t mtime,
-			       struct res_error *err)
+/* Source src of a view (an entry, or a loose .reg) gets bytes;
+ * unchanged bytes keep everything as it is, timestamp included. */
+static struct wb_plan *put_source(struct tree *t, struct tree_node *src, GByteArray *bytes, uint32_t mtime,
+				  struct res_error *err)
 {
 	struct wb_plan *p;
 
@@ -192,17 +195,17 @@ static struct wb_plan *put_reg(struct tree *t, struct tree_node *src, GByteArray
 		p->file = tree_real_path(t, src);
 		p->replace = 1;
 	} else if (!(p = archive_plan(src, err))) {
-		g_byte_array_unref(reg);
+		g_byte_array_unref(bytes);
 		return NULL;
 	}
-	p->data = reg;
+	p->data = bytes;
 	if (p->replace) {
-		p->unchanged = holds(t, src, reg->data, reg->len); /* the file as it is now */
+		p->unchanged = holds(t, src, bytes->data, bytes->len); /* the file as it is now */
 	} else {
 		/* whether the entry holds these bytes is decided by the commit,
 		 * under the archive's lock: the mount's table may be older than
 		 * another program's save */
-		add_op(p, RES_PUT, own(p, path_in_unit(tree_unit(src), src)), NULL, reg->data, reg->len, mtime);
+		add_op(p, RES_PUT, own(p, path_in_unit(tree_unit(src), src)), NULL, bytes->data, bytes->len, mtime);
 		g_array_index(p->ops, struct save_op, p->ops->len - 1).keep_same = 1;
 	}
 	return p;
@@ -214,14 +217,9 @@ struct wb_plan *wb_put(struct tree *t, struct tree_node *n, const unsigned char 
 	struct wb_plan *p;
 
 	if (n->kind == NODE_VIEW) {
-		GByteArray *reg;
+		GByteArray *bytes = source_of_text(n->view, data, len, err);
 
-		if (!view_is_editable(n->view)) {
-			fail(err, EACCES, 0, "a %s view is read-only", view_type_label(n->view));
-			return NULL;
-		}
-		reg = ini_to_reg_checked(data, len, err);
-		return reg ? put_reg(t, view_source(n), reg, mtime, err) : NULL;
+		return bytes ? put_source(t, view_source(n), bytes, mtime, err) : NULL;
 	}
 	if (n->kind != NODE_ENTRY) {
 		fail(err, EISDIR, 0, "not an entry");
@@ -300,35 +298,41 @@ static int rename_below(struct tree *t, struct wb_plan *p, struct tree_node *uni
 	return rc;
 }
 
-/* A file saved over an INI view: its contents become the REG, it goes. */
+/* A file saved over an editable view: its contents become the view's
+ * source (the REG of an INI), it goes. */
 static struct wb_plan *rename_onto_view(struct tree *t, struct tree_node *n, struct tree_node *view,
 					struct res_error *err)
 {
-	GByteArray *text, *reg;
+	GByteArray *text, *bytes;
 	struct wb_plan *p;
 
 	if (n->kind != NODE_ENTRY && n->kind != NODE_PLAIN) {
 		fail(err, EISDIR, 0, "only a file can replace a view");
 		return NULL;
 	}
+	/* the save would write the source and then delete it */
+	if (n == view_source(view)) {
+		fail(err, EPERM, 0, "a file cannot replace its own view");
+		return NULL;
+	}
 	if (tree_file_size(t, n) > VIEW_MAX_TEXT_SOURCE) {
-		fail(err, EFBIG, 0, "too big for an INI text");
+		fail(err, EFBIG, 0, "too big for a %s view", view_type_label(view->view));
 		return NULL;
 	}
 	text = read_whole(t, n, err);
 	if (!text)
 		return NULL;
-	reg = ini_to_reg_checked(text->data, text->len, err);
+	bytes = source_of_text(view->view, text->data, text->len, err);
 	g_byte_array_unref(text);
-	if (!reg)
+	if (!bytes)
 		return NULL;
 	if ((n->kind == NODE_PLAIN) != (view_source(view)->kind == NODE_PLAIN)
 	    || (n->kind == NODE_ENTRY && tree_unit(n) != tree_unit(view))) {
-		g_byte_array_unref(reg);
+		g_byte_array_unref(bytes);
 		fail(err, EXDEV, 0, "the file and the view are not in one archive or folder");
 		return NULL;
 	}
-	p = put_reg(t, view_source(view), reg, (uint32_t)n->mtime, err);
+	p = put_source(t, view_source(view), bytes, (uint32_t)n->mtime, err);
 	if (!p)
 		return NULL;
 	p->unchanged = 0; /* the renamed file goes in any case */

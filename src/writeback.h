@@ -7,9 +7,10 @@
  *   an archive entry            -> saved raw into its innermost archive
  *   an INI view of an entry     -> the INI parsed to REG, saved as the .reg
  *   an INI view of a loose .reg -> the .reg file replaced (temp + rename)
+ *   a UTF-8 view of a text      -> the text in cp1251, saved as the entry
  *
- * Errors: struct res_error, whose offset is the INI line for a text that
- * does not parse (code EINVAL or EILSEQ). */
+ * Errors: struct res_error, whose offset is the line of a view's text that
+ * does not convert (code EINVAL or EILSEQ). */
 #ifndef EIFS_WRITEBACK_H
 #define EIFS_WRITEBACK_H
 

@@ -177,7 +177,7 @@ ls "$M/texts.res/sub" > /dev/null
 printf 2 | "$E" put "$G/texts.res/sub/two" - && printf 3 | "$E" put "$G/texts.res/sub/three" -
 cat "$M/texts.res/map.txt" > /dev/null # an open notices the change
 check "a folder in an archive lists what two changes in one second left" \
-	[ "$(ls "$M/texts.res/sub" | tr '\n' ' ')" = "one three two " ]
+	[ "$(ls "$M/texts.res/sub" | grep -v '\.txt$' | tr '\n' ' ')" = "one three two " ]
 
 # an archive copied over the mounted one (same inode), with the same sizes
 # and times: other bytes, other views

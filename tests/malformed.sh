@@ -82,7 +82,7 @@ check "overlapping entries both read" eval '[ "$(cat "$M/overlap.res/a")" = hell
 check "chain link out of range: entries still listed and read" [ "$(cat "$M/next_range.res/a")" = hello ]
 check "cyclic chain: entries still listed and read" [ "$(cat "$M/next_cycle.res/b")" = world ]
 check "eifs check reports the broken chains" eval 'not "$E" check "$B/next_range.res" >/dev/null 2>&1 && not "$E" check "$B/next_cycle.res" >/dev/null 2>&1'
-check "a name outside the name block: the entry is left out, the rest shows" [ "$(ls "$M/name_outside.res")" = a ]
+check "a name outside the name block: the entry is left out, the rest shows" [ "$(ls "$M/name_outside.res" | grep -v '\.txt$')" = a ]
 check "an archive that contains itself is a file inside itself" [ -f "$M/self.res/self.mod" ]
 depth=$(cd "$M/deep.res" && find . -type d | awk -F/ '{ print NF - 1 }' | sort -n | tail -n1)
 check "100 nested archives: directories stop at the depth limit (16)" [ "$depth" -eq 16 ]

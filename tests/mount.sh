@@ -13,6 +13,7 @@ check "the tree is ready when mount returns" [ -f "$M/figures.res/unmotr.anm/cid
 check "one daemon serves the mount" [ "$(daemon_pids "$M" | wc -l)" -eq 1 ]
 
 # find through the mount == eifs ls -R, names and sizes
+# (every entry here is extensionless in a .res: each has its UTF-8 text view)
 (cd "$M" && find . -mindepth 1 -printf '%P %s %y\n' | sort) > "$WORK/find"
 "$E" ls -lR "$DEMO" | awk '{ t = substr($1,1,1) == "d" ? "d" : "f"; s = $2; $1=$2=$3=$4=""; sub(/^ +/, ""); print $0, s, t }' | sort > "$WORK/ls"
 check "find over the mount equals eifs ls -lR (names, sizes, types)" cmp -s "$WORK/find" "$WORK/ls"
@@ -113,6 +114,7 @@ rawres "$WORK/names.res" '..' 'dotdot' '.' 'dot' 'a/b' 'slash' '' 'empty' 'x\000
 fg=$!
 MOUNTS="$MOUNTS $M"
 for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
+# (every entry here is extensionless in a .res: each has its UTF-8 text view)
 (cd "$M" && find . -mindepth 1 \( -type d -printf '%P/\n' \) -o \( -printf '%P=' -exec cat {} \; -printf '\n' \) | sort) > "$WORK/names.find"
 cat > "$WORK/names.want" <<'WANT'
 %2E%2E=dotdot
@@ -128,6 +130,17 @@ sub/file=f1
 sub/other=f2
 sub/
 x%00y=nul
+%2E%2E.txt=dotdot
+%2E.txt=dot
+%EMPTY.txt=empty
+SAME~7.txt=second
+Same.txt=first
+a%2Fb.txt=slash
+bad%98byte.txt=undef
+lead/double.txt=lead
+sub/file.txt=f1
+sub/other.txt=f2
+x%00y.txt=nul
 WANT
 sort -o "$WORK/names.want" "$WORK/names.want"
 check "odd names are rewritten, none escapes the mount" cmp "$WORK/names.find" "$WORK/names.want"

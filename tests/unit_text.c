@@ -39,6 +39,24 @@ Test(text, every_byte_but_nul_goes_there_and_back)
 	g_byte_array_unref(back);
 }
 
+Test(text, every_byte_is_the_character_iconv_gives)
+{
+	struct format_error err = { 0 };
+
+	for (int c = 1; c < 256; c++) {
+		char byte = (char)c;
+		GString *ours = g_string_new(NULL);
+		gchar *theirs = c == 0x98 ? g_strdup("\xC2\x98") /* iconv has none: ours is U+0098 */
+					  : g_convert(&byte, 1, "UTF-8", "CP1251", NULL, NULL, NULL);
+
+		cr_assert_not_null(theirs, "iconv knows no CP1251 byte %02X", c);
+		cr_assert_eq(text_to_utf8((const unsigned char *)&byte, 1, ours, &err), 0);
+		cr_assert_str_eq(ours->str, theirs, "byte %02X", c);
+		g_free(theirs);
+		g_string_free(ours, TRUE);
+	}
+}
+
 Test(text, nul_is_binary_data_and_appends_nothing)
 {
 	static const unsigned char bin[] = { 'a', 'b', 0, 'c' };

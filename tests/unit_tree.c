@@ -101,6 +101,19 @@ static uint32_t child_count(struct tree *t, struct tree_node *d)
 	return td->count;
 }
 
+/* The children of d that are views (extensionless entries of a .res get
+ * UTF-8 text views). */
+static uint32_t view_count(struct tree *t, struct tree_node *d)
+{
+	const struct tree_dir *td;
+	uint32_t n = 0;
+
+	cr_assert_eq(tree_children(t, d, &td), 0, "%s", d->name);
+	for (uint32_t i = 0; i < td->count; i++)
+		n += td->child[i].kind == NODE_VIEW;
+	return n;
+}
+
 Test(tree, nested_archive_is_a_directory)
 {
 	static const struct h_item inner_items[] = {
@@ -254,7 +267,9 @@ Test(tree, case_duplicates_get_the_slot_number)
 	struct tree *t = open_tree(path);
 	struct tree_node *root = tree_root(t), *d;
 
-	cr_assert_eq(child_count(t, root), 5);
+	cr_assert_eq(child_count(t, root) - view_count(t, root), 5);
+	cr_assert_eq(view_count(t, root), 4, "a text view for each entry");
+	cr_assert_eq(child(t, root, "ABC~1.txt")->kind, NODE_VIEW, "views follow the rewritten name");
 	expect_contents(t, child(t, root, "abc"), "1");
 	expect_contents(t, child(t, root, "ABC~1"), "2");
 	expect_contents(t, child(t, root, "Abc~2"), "3");
@@ -484,7 +499,8 @@ Test(tree, stored_names_that_cannot_be_paths)
 	char *path = put("names.res", h_archive(f, 5));
 	struct tree *t = open_tree(path);
 
-	cr_assert_eq(child_count(t, tree_root(t)), 5);
+	cr_assert_eq(child_count(t, tree_root(t)) - view_count(t, tree_root(t)), 5);
+	cr_assert_eq(at(t, "%2E%2E.txt")->kind, NODE_VIEW, "views follow the rewritten name");
 	expect_contents(t, at(t, "a%2Fb"), "slash");
 	expect_contents(t, at(t, "%2E%2E"), "dotdot");
 	expect_contents(t, at(t, "%EMPTY"), "empty");

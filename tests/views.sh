@@ -36,6 +36,14 @@ mkdir "$WORK/copy"
 check "cp -r of a directory of views" cp -r "$M/textures.res" "$WORK/copy/"
 check "copied views keep their sizes" sh -c "cd '$M/textures.res' && for f in *; do cmp -s \"\$f\" '$WORK/copy/textures.res/'\"\$f\" || exit 1; done"
 check "grep -r finds text in the views" sh -c "grep -rl 'questplaces=zone2' '$M' | grep -q quest.ini"
+T="$M/texts.res/Gipat Medium (тип материала - кожа)"
+check "a UTF-8 view beside a cp1251 text of texts.res" grep -q 'Гипат, средний доспех' "$T.txt"
+check "... and beside a briefing of a quest" grep -q 'Брифинг первого задания' "$M/quests.res/z1q1.mq/briefing z1q1_1.txt"
+check "the view is the text in UTF-8, line ends kept" sh -c "iconv -f cp1251 -t utf-8 '$T' | cmp -s - '$T.txt'"
+check "grep -r finds a Russian word of the texts" sh -c "grep -rl 'средний доспех' '$M' | grep -qxF '$T.txt'"
+check "no text view for names with an extension, nor for model parts" \
+	eval '[ ! -e "$M/texts.res/map.txt.txt" ] && [ -e "$M/figures.res/unmotr.mod/hd" ] && [ ! -e "$M/figures.res/unmotr.mod/hd.txt" ] &&
+	      [ -e "$M/figures.res/unmotr.anm/cidle/hd" ] && [ ! -e "$M/figures.res/unmotr.anm/cidle/hd.txt" ] && [ -e "$M/figures.res/unmotr.bon/hd" ] && [ ! -e "$M/figures.res/unmotr.bon/hd.txt" ]'
 if command -v gdk-pixbuf-thumbnailer >/dev/null; then
 	gdk-pixbuf-thumbnailer -s 32 "$M/textures.res/spell_rune.png" "$WORK/thumb.png" 2>/dev/null
 	check "a desktop thumbnailer makes a thumbnail of a PNG view" sh -c "file -b '$WORK/thumb.png' | grep -q 'PNG image data'"
@@ -76,6 +84,8 @@ kill -TERM $fg; wait $fg
 mkdir -p "$WORK/a"
 printf 'real png' > "$WORK/a/x.png"
 printf 'MMP\000garbage' > "$WORK/a/x.mmp"
+printf 'bin\000ary' > "$WORK/a/blob"
+printf 'Привет\r\n' | iconv -f utf-8 -t cp1251 > "$WORK/a/note"
 printf 'MMP\000\100\000\000\000\100\000\000\000\001\000\000\000DXT1' > "$WORK/a/bad.mmp"
 # a header asking for a 16384 x 16384 image (a 1 GiB PNG) in 80 bytes
 { printf 'MMP\000\000\100\000\000\000\100\000\000\001\000\000\000DXT1\004\000\000\000'; head -c 56 /dev/zero; } > "$WORK/a/huge.mmp"
@@ -85,6 +95,8 @@ fg=$!
 MOUNTS="$MOUNTS $M"
 for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
 check "a real entry wins over a view of the same name" [ "$(cat "$M/x.png")" = "real png" ]
+check "an extensionless text of a .res has a UTF-8 view" [ "$(cat "$M/note.txt")" = "$(printf 'Привет\r')" ]
+check "binary data without extension (a NUL in it) has none" eval '[ -e "$M/blob" ] && [ ! -e "$M/blob.txt" ]'
 cat "$M/bad.png" > /dev/null 2>"$WORK/bad.err"
 check "a texture that does not convert reads EIO" grep -q 'Input/output error' "$WORK/bad.err"
 check "one log line names archive, entry and reason" [ "$(grep -c 'a.res/bad.png: cannot make the PNG view' "$WORK/bad.log")" -eq 1 ]
@@ -102,6 +114,12 @@ if [ -d "${SAMPLES:-}" ]; then
 	same_sizes "$M" > "$WORK/sizes2"
 	check "stat size equals bytes read for every view of the samples" [ ! -s "$WORK/sizes2" ]
 	check "grep -r over the database views shows table and record" sh -c "grep -rh '\"table\"' '$M'/*.jsonl | grep -q '\"Weapons\"'"
+	# texts_ru.res: every extensionless text, all at once, against iconv
+	(cd "$M/texts_ru.res" && for f in *; do case $f in *.*) ;; *) printf '%s\0' "$f" ;; esac; done) > "$WORK/texts"
+	(cd "$M/texts_ru.res" && xargs -0 cat < "$WORK/texts") | iconv -f cp1251 -t utf-8 > "$WORK/texts.want"
+	(cd "$M/texts_ru.res" && tr '\0' '\n' < "$WORK/texts" | sed 's/$/.txt/' | tr '\n' '\0' | xargs -0 cat) > "$WORK/texts.got"
+	check "UTF-8 views of the $(tr -cd '\0' < "$WORK/texts" | wc -c) texts of texts_ru.res equal iconv's" \
+		eval '[ -s "$WORK/texts.got" ] && cmp -s "$WORK/texts.want" "$WORK/texts.got"'
 	n=$(cd "$M" && find . -name '*.png' | wc -l)
 	check "every texture of auxData.res and redress_100.res has a PNG view ($n)" [ "$n" -ge 50 ]
 	bad=0

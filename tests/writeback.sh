@@ -160,6 +160,47 @@ rm "$M/$Q/quest.ini"
 check "rm of the view reverts it to the REG's text" eval 'grep -qx '\''exp=4321'\'' "$M/$Q/quest.ini" && [ ! -s "$M/.eifs-status" ]'
 check "... and the archive is still untouched" [ "$(md5sum < "$G/quests.res")" = "$sum" ]
 
+# ---- UTF-8 views of the game's cp1251 texts -----------------------------------------------
+T="texts.res/UNIT guard3"
+raw_is() { # raw_is UTF8_FILE: the entry T, offline, is that text in cp1251
+	"$E" cat "$G/$T" > "$WORK/t.raw" && iconv -f utf-8 -t cp1251 "$1" | cmp -s - "$WORK/t.raw"
+}
+check "a text view is writable" [ "$(mode_bits "$T.txt" 0200)" -ne 0 ]
+printf 'Стражник\r\nНовая строка\r\n' > "$WORK/guard.txt"
+cp "$WORK/guard.txt" "$M/$T.txt"
+check "cp of UTF-8 text over a text view saves the entry in cp1251, CRLF kept" raw_is "$WORK/guard.txt"
+check "... and the view reads back what was written" cmp -s "$WORK/guard.txt" "$M/$T.txt"
+sed -i 's/Новая/Другая/' "$M/$T.txt"
+sed 's/Новая/Другая/' "$WORK/guard.txt" > "$WORK/guard2.txt"
+check "sed -i on a text view" raw_is "$WORK/guard2.txt"
+vim -es -N -u NONE -c '$s/$/ 2/' -c 'wq' "$M/$T.txt"
+sed '$s/\r$/ 2\r/' "$WORK/guard2.txt" > "$WORK/guard3.txt"
+check "vim on a text view (its dos line ends kept)" raw_is "$WORK/guard3.txt"
+check "grep -r finds the saved word in the view" sh -c "grep -rl 'Другая строка' '$M/texts.res' | grep -qx '$M/$T.txt'"
+check "the archive checks clean" clean texts.res
+sum=$(md5sum < "$G/texts.res")
+cat "$WORK/guard3.txt" > "$M/$T.txt"
+check "a text that gives the stored bytes saves nothing" [ "$(md5sum < "$G/texts.res")" = "$sum" ]
+printf 'plain ascii' > "$M/texts.res/UNIT ascii"
+mv "$M/texts.res/UNIT ascii" "$M/texts.res/UNIT ascii.txt" 2>"$WORK/own.err"; rc=$?
+check "an entry renamed onto its own view: refused (EPERM), the entry kept" \
+	eval '[ $rc -ne 0 ] && grep -q "Operation not permitted" "$WORK/own.err" && holds "texts.res/UNIT ascii" "plain ascii"'
+sum=$(md5sum < "$G/texts.res")
+B="quests.res/z1q1.mq/briefing z1q1_1"
+sed -i 's/Брифинг/Задание/' "$M/$B.txt"
+check "sed -i on the text view of a briefing inside a quest inside an archive" \
+	sh -c "'$E' cat '$G/$B' | iconv -f cp1251 -t utf-8 | grep -q 'Задание первого задания'"
+check "... the quest archive checks clean" clean quests.res
+printf 'Страж 中文\r\n' > "$WORK/cjk.txt"
+cp "$WORK/cjk.txt" "$M/$T.txt" 2>"$WORK/cjk.err"; rc=$?
+check "a character cp1251 has not fails the close (EILSEQ)" eval '[ $rc -ne 0 ] && grep -q '\''Invalid or incomplete multibyte'\'' "$WORK/cjk.err"'
+check "... the archive is untouched" [ "$(md5sum < "$G/texts.res")" = "$sum" ]
+check "... the status file names file, line and character" grep -q "^$T.txt	Invalid or incomplete multibyte.*line 1: U+4E2D" "$M/.eifs-status"
+rm "$M/$T.txt"
+check "... rm of the view reverts it to the entry's text" cmp -s "$WORK/guard3.txt" "$M/$T.txt"
+remount
+check "after a new mount the view shows the saved text" cmp -s "$WORK/guard3.txt" "$M/$T.txt"
+
 # ---- another program changes an archive while mounted -----------------------------
 cat "$M/texts.res/UNIT guard" > /dev/null
 printf 'from eifs put' | "$E" put "$G/texts.res/UNIT guard" -
