@@ -27,9 +27,13 @@ int text_to_utf8(const unsigned char *data, size_t len, GString *out, struct for
 
 int text_from_utf8(const unsigned char *text, size_t len, GByteArray *out, struct format_error *err)
 {
-	const char *p = (const char *)text, *end = p + len;
+	const char *p = (const char *)text, *end;
 	guint start = out->len;
 	uint64_t line = 1;
+
+	if (len == 0)
+		return 0; /* text may then be NULL, and NULL + 0 is not a pointer */
+	end = p + len;
 
 	if (len >= 3 && text[0] == 0xEF && text[1] == 0xBB && text[2] == 0xBF)
 		p += 3;
