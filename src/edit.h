@@ -2,8 +2,9 @@
  * file, changed by writes, and counted in versions against the last one
  * saved, so that a save knows whether there is anything to do and a
  * version whose save failed is not tried (nor reported) again until it
- * changes.  A saved view (INI, game text) keeps its text as written ("sticky") while
- * its source stays as the save left it.  No FUSE, no tree. */
+ * changes.  A saved view (INI, game text) keeps its text as written
+ * ("sticky") while its source stays as the save left it.  No FUSE, no
+ * tree. */
 #ifndef EIFS_EDIT_H
 #define EIFS_EDIT_H
 
