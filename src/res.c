@@ -1,5 +1,7 @@
 #include "res.h"
 
+#include "bigmem.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,8 +96,8 @@ static int table_alloc(const struct res_header *h, struct res_table *t, struct r
 {
 	memset(t, 0, sizeof *t);
 	t->hdr = *h;
-	t->entries = calloc(h->count ? h->count : 1, sizeof *t->entries); /* padding zeroed: tables compare with memcmp */
-	t->names = malloc(h->names_len ? h->names_len : 1);
+	t->entries = bigmem_alloc((h->count ? h->count : 1) * sizeof *t->entries); /* zeroed padding: tables compare with memcmp */
+	t->names = bigmem_alloc(h->names_len ? h->names_len : 1);
 	if (!t->entries || !t->names) {
 		res_table_free(t);
 		return fail(err, ENOMEM, 4, "no memory for a table of %u entries", h->count);
@@ -182,8 +184,8 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 
 void res_table_free(struct res_table *t)
 {
-	free(t->entries);
-	free(t->names);
+	bigmem_free(t->entries);
+	bigmem_free(t->names);
 	t->entries = NULL;
 	t->names = NULL;
 }

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "tree.h"
 
+#include "bigmem.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -621,27 +623,21 @@ struct member {
 	uint32_t at;          /* where in the name block the next component starts */
 };
 
-/* Members collected for a directory: one append per entry of a large
- * archive, so a plain growing array rather than a GArray call each. */
-struct members {
-	struct member *v;
-	uint32_t len, cap;
+/* The members of all backslash directories one directory build met, in
+ * one block, each directory's together: a large archive's members then
+ * cost one allocation, not a growing array per directory. */
+struct member_block {
+	uint32_t refs;        /* the directories not loaded yet */
+	struct member v[];
 };
-
-static void members_push(struct members *m, uint32_t entry, uint32_t at)
-{
-	if (m->len == m->cap) {
-		m->cap = m->cap ? 2 * m->cap : 8;
-		m->v = g_renew(struct member, m->v, m->cap);
-	}
-	m->v[m->len++] = (struct member){ entry, at };
-}
 
 /* A backslash directory waiting for its first use. */
 struct pending_dir {
 	struct archive_table *at;
 	struct tree_node *archive;
-	struct members members; /* entries below this directory */
+	struct member_block *block;
+	struct member *members; /* entries below this directory: len of them in block */
+	uint32_t len;
 };
 
 static void archive_table_unref(struct archive_table *at)
@@ -819,21 +815,62 @@ static struct pending_dir *new_vdir(struct tree_node *c, struct archive_table *a
 	return p;
 }
 
+/* Gives each backslash directory one build made its slice of one block
+ * and copies its members there, in table order: dest[k] names where
+ * member k goes (NULL: it was a file). */
+static int hand_out_members(GPtrArray *made, struct pending_dir *const *dest,
+			    const struct member *m, uint32_t n)
+{
+	struct member_block *block;
+	uint32_t total = 0;
+
+	if (made->len == 0)
+		return 0;
+	for (guint i = 0; i < made->len; i++)
+		total += ((struct pending_dir *)made->pdata[i])->len;
+	block = bigmem_alloc(sizeof *block + (size_t)total * sizeof block->v[0]);
+	if (!block)
+		return -ENOMEM;
+	block->refs = made->len;
+	total = 0;
+	for (guint i = 0; i < made->len; i++) {
+		struct pending_dir *p = made->pdata[i];
+
+		p->block = block;
+		p->members = block->v + total;
+		total += p->len;
+		p->len = 0;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		if (dest[k])
+			dest[k]->members[dest[k]->len++] = m[k];
+	return 0;
+}
+
 /* Builds one directory of an archive from the entries below it, in table
- * order; backslash sub-directories collect their members and load later. */
+ * order; backslash sub-directories collect their members and load later.
+ * m is the caller's and is overwritten.  NULL when out of memory. */
 static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, struct tree_node *archive,
-				  struct tree_node *dir, const struct member *m, uint32_t n)
+				  struct tree_node *dir, struct member *m, uint32_t n)
 {
 	const struct res_table *tab = &at->tab;
-	struct tree_dir *d = dir_new(t, n < 256 ? n : 256);
+	struct pending_dir **dest = bigmem_alloc((n ? n : 1) * sizeof *dest);
+	struct tree_dir *d;
+	GPtrArray *made;                    /* the backslash directories met */
 	GHashTable *renamed = NULL; /* lowered component -> pending_dir of a renamed directory */
-	GString *scratch = g_string_new(NULL);
-	GString *last_copy = g_string_new(NULL);
+	GString *scratch, *last_copy;
 	const char *last = NULL;            /* the last folder component met ... */
 	size_t last_len = 0;
 	struct pending_dir *last_p = NULL;  /* ... and where its members go */
-	char *what = tree_path(dir);
+	char *what;
 
+	if (!dest)
+		return NULL;
+	d = dir_new(t, n < 256 ? n : 256);
+	made = g_ptr_array_new();
+	scratch = g_string_new(NULL);
+	last_copy = g_string_new(NULL);
+	what = tree_path(dir);
 	for (uint32_t k = 0; k < n; k++) {
 		const struct res_entry *e = &tab->entries[m[k].entry];
 		const char *comp;
@@ -849,9 +886,11 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 				log_rewritten_name(what, m[k].entry, tab->names + e->name_off, e->name_len);
 			continue;
 		}
+		m[k].at = next_at;
 		/* names come sorted: members of one folder mostly follow each other */
 		if (last_p && len == last_len && memcmp(comp, last, len) == 0) {
-			members_push(&last_p->members, m[k].entry, next_at);
+			dest[k] = last_p;
+			last_p->len++;
 			continue;
 		}
 		c = dir_find_len(d, comp, len, name_hash_len(comp, len));
@@ -867,6 +906,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			if (!p) {
 				c = add_child(t, d, dir, comp, len, m[k].entry, what);
 				p = new_vdir(c, at, archive);
+				g_ptr_array_add(made, p);
 				g_hash_table_insert(renamed, key, p);
 			} else {
 				g_free(key);
@@ -874,8 +914,10 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		} else {
 			c = add_child(t, d, dir, comp, len, m[k].entry, what);
 			p = new_vdir(c, at, archive);
+			g_ptr_array_add(made, p);
 		}
-		members_push(&p->members, m[k].entry, next_at);
+		dest[k] = p;
+		p->len++;
 		if (comp == scratch->str) { /* rewritten: scratch changes with the next one */
 			g_string_truncate(last_copy, 0);
 			g_string_append_len(last_copy, comp, (gssize)len);
@@ -885,19 +927,29 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		last_len = len;
 		last_p = p;
 	}
+	if (hand_out_members(made, dest, m, n) < 0) {
+		dir_finish(t, d); /* dir_free counts what dir_finish counted */
+		dir_free(t, d);
+		d = NULL;
+	}
 	if (renamed)
 		g_hash_table_destroy(renamed);
+	g_ptr_array_free(made, TRUE);
 	g_string_free(scratch, TRUE);
 	g_string_free(last_copy, TRUE);
-	add_views(t, d, dir);
-	dir_finish(t, d);
+	bigmem_free(dest);
 	g_free(what);
+	if (d) {
+		add_views(t, d, dir);
+		dir_finish(t, d);
+	}
 	return d;
 }
 
 static void pending_dir_free(struct pending_dir *p)
 {
-	g_free(p->members.v);
+	if (p->block && --p->block->refs == 0)
+		bigmem_free(p->block);
 	archive_table_unref(p->at);
 	g_free(p);
 }
@@ -906,7 +958,9 @@ static int load_vdir(struct tree *t, struct tree_node *v, struct tree_dir **out)
 {
 	struct pending_dir *p = v->pending;
 
-	*out = build_dir(t, p->at, p->archive, v, p->members.v, p->members.len);
+	*out = build_dir(t, p->at, p->archive, v, p->members, p->len);
+	if (!*out)
+		return -ENOMEM;
 	v->pending = NULL;
 	pending_dir_free(p);
 	return 0;
@@ -941,7 +995,12 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 		return -(err.code == ENOMEM ? ENOMEM : EIO);
 	}
 	at->refs = 1; /* held while the top directory is built */
-	members = g_new(struct member, at->tab.hdr.count ? at->tab.hdr.count : 1);
+	members = bigmem_alloc((at->tab.hdr.count ? at->tab.hdr.count : 1) * sizeof *members);
+	if (!members) {
+		g_free(what);
+		archive_table_unref(at);
+		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < at->tab.hdr.count; i++) {
 		const struct res_entry *e = &at->tab.entries[i];
 
@@ -952,7 +1011,12 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 			members[n++] = (struct member){ i, e->name_off };
 	}
 	*out = build_dir(t, at, a, a, members, n);
-	g_free(members);
+	bigmem_free(members);
+	if (!*out) {
+		archive_table_unref(at);
+		g_free(what);
+		return -ENOMEM;
+	}
 	archive_table_unref(at);
 	g_free(what);
 	return 0;

@@ -695,3 +695,64 @@ Test(tree, replaced_archives_leave_a_bounded_record)
 	g_free(keep);
 	g_free(live);
 }
+
+/* A large archive (the hash scatters a folder's members through the
+ * table), its directories loaded in an order of their own, most never: each gets
+ * exactly its members, and the members' shared storage outlives every
+ * directory still waiting (the sanitizer builds see a use after free). */
+Test(tree, large_archive_with_scattered_directory_members)
+{
+	enum { DIRS = 40, PER_DIR = 1000, SUBS = 5 };
+	struct h_item *items = g_new0(struct h_item, DIRS * PER_DIR);
+	char **names = g_new0(char *, DIRS * PER_DIR);
+	struct tree *t;
+	struct tree_node *root;
+	char *path;
+	uint32_t n = 0;
+
+	for (uint32_t f = 0; f < PER_DIR; f++)
+		for (uint32_t d = 0; d < DIRS; d++) {
+			/* every fourth file of a folder one level deeper */
+			names[n] = f % 4 ? g_strdup_printf("d%02u\\f%04u.dat", d, f)
+					 : g_strdup_printf("d%02u\\s%u\\f%04u.dat", d, f / 4 % SUBS, f);
+			items[n] = (struct h_item){ names[n], names[n], strlen(names[n]), 7 };
+			n++;
+		}
+	path = put("big.res", pack(items, n));
+	t = open_tree(path);
+	root = tree_root(t);
+	cr_assert_eq(child_count(t, root), DIRS);
+	for (uint32_t d = 0; d < DIRS; d += 3) { /* every third folder, from the end */
+		uint32_t dd = DIRS - 1 - d;
+		char *dn = g_strdup_printf("D%02u", dd);
+		struct tree_node *v = child(t, root, dn);
+
+		cr_assert_eq(v->kind, NODE_VDIR);
+		cr_assert_eq(child_count(t, v), PER_DIR * 3 / 4 + SUBS, "%s", dn);
+		for (uint32_t s = 0; s < SUBS; s++) {
+			char *sn = g_strdup_printf("s%u", s);
+			struct tree_node *sub = child(t, v, sn);
+
+			cr_assert_eq(child_count(t, sub), PER_DIR / 4 / SUBS, "%s/%s", dn, sn);
+			g_free(sn);
+		}
+		for (uint32_t f = 1; f < PER_DIR; f += 97) {
+			char *fn = g_strdup_printf("f%04u.dat", f), *want;
+
+			if (f % 4) {
+				want = g_strdup_printf("d%02u\\f%04u.dat", dd, f);
+				expect_contents(t, child(t, v, fn), want);
+				g_free(want);
+			}
+			g_free(fn);
+		}
+		g_free(dn);
+	}
+	expect_contents(t, at(t, "d00/s1/f0004.dat"), "d00\\s1\\f0004.dat");
+	tree_free(t); /* with most folders never loaded */
+	for (uint32_t i = 0; i < n; i++)
+		g_free(names[i]);
+	g_free(names);
+	g_free(items);
+	g_free(path);
+}

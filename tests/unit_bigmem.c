@@ -1,0 +1,59 @@
+/* The allocator of large tables (src/bigmem.c) and the lazily started
+ * worker thread (src/worker.c). */
+#include <criterion/criterion.h>
+
+#include <stdint.h>
+#include <string.h>
+#include <glib.h>
+
+#include "bigmem.h"
+#include "worker.h"
+
+Test(bigmem, blocks_of_every_size_are_zeroed_aligned_and_whole)
+{
+	static const size_t sizes[] = { 0, 1, 4095, 256 << 10, (256 << 10) + 1, 2 << 20, (5 << 20) + 3 };
+
+	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		size_t n = sizes[i] ? sizes[i] : 1;
+		unsigned char *p = bigmem_alloc(sizes[i]);
+
+		cr_assert_not_null(p, "%zu bytes", sizes[i]);
+		cr_assert_eq((uintptr_t)p % 16, 0, "%zu bytes: aligned for any type", sizes[i]);
+		for (size_t k = 0; k < n; k += 4093)
+			cr_assert_eq(p[k], 0, "%zu bytes: byte %zu zeroed", sizes[i], k);
+		cr_assert_eq(p[n - 1], 0);
+		memset(p, 0xA5, n); /* every byte is the caller's */
+		bigmem_free(p);
+	}
+	bigmem_free(NULL);
+}
+
+Test(bigmem, impossible_sizes_fail)
+{
+	cr_assert_null(bigmem_alloc(SIZE_MAX));
+	cr_assert_null(bigmem_alloc(SIZE_MAX - 100));
+}
+
+static void add(void *item, void *ctx)
+{
+	*(int *)ctx += GPOINTER_TO_INT(item);
+}
+
+Test(worker, does_every_item_whether_or_not_it_ever_started)
+{
+	int sum = 0;
+	struct worker *w = worker_new("test", add, &sum);
+
+	cr_assert_eq(worker_wait(w, 10), 0, "nothing pushed: nothing to wait for");
+	worker_free(w); /* never started */
+	cr_assert_eq(sum, 0);
+
+	w = worker_new("test", add, &sum);
+	for (int i = 1; i <= 100; i++)
+		worker_push(w, GINT_TO_POINTER(i));
+	cr_assert_eq(worker_wait(w, 10000), 0);
+	cr_assert_eq(sum, 5050);
+	worker_push(w, GINT_TO_POINTER(1000));
+	worker_free(w); /* does what is queued */
+	cr_assert_eq(sum, 6050);
+}
