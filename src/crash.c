@@ -2,6 +2,7 @@
 #include "crash.h"
 
 #include <execinfo.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,13 +45,27 @@ static void on_fatal(int sig)
 	raise(sig);
 }
 
+/* backtrace() loads libgcc on first use, which should not happen inside
+ * the handler; it is done beside the mount's first requests, not before
+ * them (a millisecond or two). */
+static void *warm_up(void *unused)
+{
+	void *frame[1];
+
+	(void)unused;
+	backtrace(frame, 1);
+	return NULL;
+}
+
 void crash_report_install(void)
 {
 	struct sigaction sa;
-	void *warm[1];
+	pthread_t t;
 
-	/* backtrace() loads libgcc on first use: not inside a handler */
-	backtrace(warm, 1);
+	if (pthread_create(&t, NULL, warm_up, NULL) == 0)
+		pthread_detach(t);
+	else
+		warm_up(NULL);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_fatal;
 	sigemptyset(&sa.sa_mask);

@@ -9,6 +9,8 @@
 
 struct worker {
 	pthread_t thread;
+	int started;           /* the thread runs: it starts with the first item */
+	char name[16];
 	pthread_mutex_t lock;
 	pthread_cond_t more;   /* an item came, or stop */
 	pthread_cond_t done;   /* an item was done */
@@ -56,14 +58,19 @@ struct worker *worker_new(const char *name, void (*fn)(void *item, void *ctx), v
 	g_queue_init(&w->items);
 	w->fn = fn;
 	w->ctx = ctx;
-	pthread_create(&w->thread, NULL, work, w);
-	pthread_setname_np(w->thread, name);
+	g_strlcpy(w->name, name, sizeof w->name);
 	return w;
 }
 
 void worker_push(struct worker *w, void *item)
 {
 	pthread_mutex_lock(&w->lock);
+	/* not before: a mount serves its first request sooner without threads
+	 * it may never need.  Should it fail, the next push tries again. */
+	if (!w->started && pthread_create(&w->thread, NULL, work, w) == 0) {
+		pthread_setname_np(w->thread, w->name);
+		w->started = 1;
+	}
 	g_queue_push_tail(&w->items, item);
 	w->pushed++;
 	pthread_cond_signal(&w->more);
@@ -100,7 +107,10 @@ void worker_free(struct worker *w)
 	w->stop = 1;
 	pthread_cond_signal(&w->more);
 	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->thread, NULL);
+	if (w->started)
+		pthread_join(w->thread, NULL);
+	else
+		work(w); /* no thread could start: what is queued is done here */
 	pthread_cond_destroy(&w->more);
 	pthread_cond_destroy(&w->done);
 	pthread_mutex_destroy(&w->lock);

@@ -8,7 +8,8 @@
 
 struct worker;
 
-/* Starts a thread calling fn(item, ctx) for every item pushed. */
+/* A thread calling fn(item, ctx) for every item pushed; it starts with
+ * the first item. */
 struct worker *worker_new(const char *name, void (*fn)(void *item, void *ctx), void *ctx);
 
 void worker_push(struct worker *w, void *item);
