@@ -7,12 +7,18 @@
 enum {
 	HEADER = 64,               /* keeps the caller's block aligned for any type */
 };
+#define PAGE ((size_t)4096)
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_FROM ((size_t)256 << 10) /* smaller blocks are not worth a huge page */
 
 struct bigmem_header {
 	size_t mapped;             /* bytes mapped; 0 when from calloc */
 };
+
+static size_t round_up(size_t n, size_t to)
+{
+	return (n + to - 1) & ~(to - 1);
+}
 
 static void *from_calloc(size_t n)
 {
@@ -24,34 +30,62 @@ static void *from_calloc(size_t n)
 	return (char *)h + HEADER;
 }
 
-/* Maps whole huge pages at a huge-page boundary: only then can the kernel
- * back them with huge pages. */
-static void *from_mmap(size_t n)
+/* Maps want bytes at a huge-page boundary and asks for huge pages for the
+ * first huge bytes: the kernel backs only whole, aligned huge pages. */
+static void *from_mmap(size_t want, size_t huge)
 {
-	size_t want = (HEADER + n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
 	char *raw = mmap(NULL, want + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *start;
-	size_t before;
+	char *start, *end;
 	struct bigmem_header *h;
 
 	if (raw == MAP_FAILED)
 		return NULL;
-	start = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-	before = (size_t)(start - raw);
-	if (before)
-		munmap(raw, before);
-	munmap(start + want, HUGE_PAGE - before);
-	madvise(start, want, MADV_HUGEPAGE); /* a hint: without it the pages are small */
+	start = (char *)round_up((uintptr_t)raw, HUGE_PAGE);
+	end = raw + want + HUGE_PAGE;
+	if (start > raw)
+		munmap(raw, (size_t)(start - raw));
+	if (end > start + want)
+		munmap(start + want, (size_t)(end - (start + want)));
+	if (huge)
+		madvise(start, huge, MADV_HUGEPAGE); /* a hint: without it the pages are small */
 	h = (struct bigmem_header *)start;
 	h->mapped = want;
 	return start + HEADER;
 }
 
-void *bigmem_alloc(size_t n)
+static int size_of(size_t nmemb, size_t size, size_t *n)
 {
-	if (n > SIZE_MAX - HEADER - 2 * HUGE_PAGE)
+	if (size && nmemb > (SIZE_MAX - HEADER - 2 * HUGE_PAGE) / size)
+		return -1;
+	*n = nmemb * size;
+	return 0;
+}
+
+void *bigmem_alloc(size_t nmemb, size_t size)
+{
+	size_t n, whole, tail;
+
+	if (size_of(nmemb, size, &n) < 0)
 		return NULL;
-	return n < HUGE_FROM ? from_calloc(n) : from_mmap(n);
+	whole = (HEADER + n) & ~(HUGE_PAGE - 1);
+	tail = HEADER + n - whole;
+	if (tail >= HUGE_PAGE / 2)
+		whole += HUGE_PAGE; /* half used or more: worth its huge page */
+	if (n < HUGE_FROM || whole == 0)
+		return from_calloc(n);
+	return from_mmap(whole > HEADER + n ? whole : round_up(HEADER + n, PAGE), whole);
+}
+
+void *bigmem_alloc_brief(size_t nmemb, size_t size)
+{
+	size_t n, whole;
+
+	if (size_of(nmemb, size, &n) < 0)
+		return NULL;
+	if (n < HUGE_FROM)
+		return from_calloc(n);
+	whole = round_up(HEADER + n, HUGE_PAGE);
+	return from_mmap(whole, whole);
 }
 
 void bigmem_free(void *p)

@@ -8,8 +8,17 @@
 
 #include <stddef.h>
 
-/* Zeroed memory of n bytes, or NULL.  Free with bigmem_free only. */
-void *bigmem_alloc(size_t n);
+/* Zeroed room for nmemb items of size bytes, or NULL (also when the size
+ * overflows).  A huge page is used only where at least half of it is the
+ * caller's: a block kept for long wastes at most as much as it holds. */
+void *bigmem_alloc(size_t nmemb, size_t size);
+
+/* The same for a block freed soon after (a directory build's scratch,
+ * members waiting for their directories): rounded up to whole huge pages,
+ * whatever that wastes. */
+void *bigmem_alloc_brief(size_t nmemb, size_t size);
+
+/* Frees a block of either; NULL is ignored. */
 void bigmem_free(void *p);
 
 #endif

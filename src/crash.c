@@ -20,6 +20,8 @@
 #ifndef UNDER_SANITIZER
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
 
+static int warmed; /* backtrace() can run in the handler */
+
 static void put(const char *s)
 {
 	ssize_t rc = write(STDERR_FILENO, s, strlen(s));
@@ -32,7 +34,9 @@ static void put(const char *s)
 static void on_fatal(int sig)
 {
 	void *frames[48];
-	int n = backtrace(frames, 48);
+	/* until libgcc is loaded, backtrace() would load it here, perhaps
+	 * while the loader's or malloc's lock is held: no backtrace then */
+	int n = __atomic_load_n(&warmed, __ATOMIC_ACQUIRE) ? backtrace(frames, 48) : 0;
 	const char *name = sigabbrev_np(sig);
 
 	put("eifs: fatal signal SIG");
@@ -54,6 +58,7 @@ static void *warm_up(void *unused)
 
 	(void)unused;
 	backtrace(frame, 1);
+	__atomic_store_n(&warmed, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 

@@ -96,8 +96,8 @@ static int table_alloc(const struct res_header *h, struct res_table *t, struct r
 {
 	memset(t, 0, sizeof *t);
 	t->hdr = *h;
-	t->entries = bigmem_alloc((h->count ? h->count : 1) * sizeof *t->entries); /* zeroed padding: tables compare with memcmp */
-	t->names = bigmem_alloc(h->names_len ? h->names_len : 1);
+	t->entries = bigmem_alloc(h->count ? h->count : 1, sizeof *t->entries); /* zeroed padding: tables compare with memcmp */
+	t->names = bigmem_alloc(h->names_len ? h->names_len : 1, 1);
 	if (!t->entries || !t->names) {
 		res_table_free(t);
 		return fail(err, ENOMEM, 4, "no memory for a table of %u entries", h->count);

@@ -625,7 +625,8 @@ struct member {
 
 /* The members of all backslash directories one directory build met, in
  * one block, each directory's together: a large archive's members then
- * cost one allocation, not a growing array per directory. */
+ * cost one allocation, not a growing array per directory.  The block goes
+ * with the last of them to load. */
 struct member_block {
 	uint32_t refs;        /* the directories not loaded yet */
 	struct member v[];
@@ -828,7 +829,10 @@ static int hand_out_members(GPtrArray *made, struct pending_dir *const *dest,
 		return 0;
 	for (guint i = 0; i < made->len; i++)
 		total += ((struct pending_dir *)made->pdata[i])->len;
-	block = bigmem_alloc(sizeof *block + (size_t)total * sizeof block->v[0]);
+	/* room for the count too: one member more than needed; brief, as it
+	 * goes once the directories are loaded (a find loads them all) */
+	_Static_assert(sizeof(struct member_block) <= sizeof(struct member), "count fits in one member");
+	block = bigmem_alloc_brief((size_t)total + 1, sizeof block->v[0]);
 	if (!block)
 		return -ENOMEM;
 	block->refs = made->len;
@@ -854,7 +858,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 				  struct tree_node *dir, struct member *m, uint32_t n)
 {
 	const struct res_table *tab = &at->tab;
-	struct pending_dir **dest = bigmem_alloc((n ? n : 1) * sizeof *dest);
+	struct pending_dir **dest = bigmem_alloc_brief(n ? n : 1, sizeof *dest);
 	struct tree_dir *d;
 	GPtrArray *made;                    /* the backslash directories met */
 	GHashTable *renamed = NULL; /* lowered component -> pending_dir of a renamed directory */
@@ -995,7 +999,7 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 		return -(err.code == ENOMEM ? ENOMEM : EIO);
 	}
 	at->refs = 1; /* held while the top directory is built */
-	members = bigmem_alloc((at->tab.hdr.count ? at->tab.hdr.count : 1) * sizeof *members);
+	members = bigmem_alloc_brief(at->tab.hdr.count ? at->tab.hdr.count : 1, sizeof *members);
 	if (!members) {
 		g_free(what);
 		archive_table_unref(at);

@@ -11,11 +11,12 @@
 
 Test(bigmem, blocks_of_every_size_are_zeroed_aligned_and_whole)
 {
-	static const size_t sizes[] = { 0, 1, 4095, 256 << 10, (256 << 10) + 1, 2 << 20, (5 << 20) + 3 };
+	static const size_t sizes[] = { 0, 1, 4095, 256 << 10, (256 << 10) + 1, (1 << 20) + 5, 2 << 20,
+					(2 << 20) + (300 << 10), (5 << 20) + 3, 3 << 20 };
 
 	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
 		size_t n = sizes[i];
-		unsigned char *p = bigmem_alloc(n);
+		unsigned char *p = i % 2 ? bigmem_alloc(n, 1) : bigmem_alloc_brief(n, 1);
 
 		cr_assert_not_null(p, "%zu bytes", n);
 		cr_assert_eq((uintptr_t)p % 16, 0, "%zu bytes: aligned for any type", n);
@@ -32,10 +33,26 @@ Test(bigmem, blocks_of_every_size_are_zeroed_aligned_and_whole)
 	bigmem_free(NULL);
 }
 
-Test(bigmem, impossible_sizes_fail)
+Test(bigmem, arrays_of_items)
 {
-	cr_assert_null(bigmem_alloc(SIZE_MAX));
-	cr_assert_null(bigmem_alloc(SIZE_MAX - 100));
+	uint64_t *a = bigmem_alloc(300000, sizeof *a), *b = bigmem_alloc_brief(300000, sizeof *b);
+
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	for (size_t i = 0; i < 300000; i++)
+		a[i] = b[i] = i;
+	cr_assert_eq(a[299999] + b[299999], 2 * 299999);
+	bigmem_free(a);
+	bigmem_free(b);
+}
+
+Test(bigmem, sizes_that_overflow_fail)
+{
+	cr_assert_null(bigmem_alloc(SIZE_MAX, 1));
+	cr_assert_null(bigmem_alloc(SIZE_MAX - 100, 1));
+	cr_assert_null(bigmem_alloc(SIZE_MAX / 8 + 1, 16), "the product wraps");
+	cr_assert_null(bigmem_alloc_brief((SIZE_MAX >> 4) + 1, 24), "the product wraps");
+	cr_assert_null(bigmem_alloc_brief(SIZE_MAX, SIZE_MAX));
 }
 
 static void add(void *item, void *ctx)

@@ -756,3 +756,48 @@ Test(tree, large_archive_with_scattered_directory_members)
 	g_free(items);
 	g_free(path);
 }
+
+/* A directory renamed because a file took its name, its members apart in
+ * the table, shares the members' block with a directory loaded or not. */
+static struct tree_node *renamed_dir(struct tree *t, struct tree_node *root)
+{
+	const struct tree_dir *td;
+
+	cr_assert_eq(tree_children(t, root, &td), 0);
+	for (uint32_t i = 0; i < td->count; i++)
+		if (td->child[i].kind == NODE_VDIR && g_ascii_strncasecmp(td->child[i].name, "foo~", 4) == 0)
+			return &td->child[i];
+	cr_assert_fail("no renamed directory foo~N");
+	return NULL;
+}
+
+Test(tree, renamed_directory_members_apart_in_the_table)
+{
+	static const struct h_file f[] = {
+		{ "foo", H_STR("file"), -1, 0 },
+		{ "foo\\a.dat", H_STR("a"), -1, 0 },
+		{ "bar\\x.dat", H_STR("x"), -1, 0 },
+		{ "FOO\\b.dat", H_STR("b"), -1, 0 },
+		{ "bar\\y.dat", H_STR("y"), -1, 0 },
+		{ "foo\\sub\\c.dat", H_STR("c"), -1, 0 },
+	};
+	char *path = put("renamed.res", h_archive(f, 6));
+	struct tree *t = open_tree(path);
+	struct tree_node *root = tree_root(t), *r;
+
+	expect_contents(t, child(t, root, "foo"), "file");
+	r = renamed_dir(t, root);
+	cr_assert_eq(child_count(t, r), 3, "a.dat, b.dat and sub under %s", r->name);
+	expect_contents(t, child(t, r, "a.dat"), "a");
+	expect_contents(t, child(t, r, "B.DAT"), "b");
+	expect_contents(t, child(t, child(t, r, "sub"), "c.dat"), "c");
+	tree_free(t); /* bar never loaded: it still holds the block */
+
+	t = open_tree(path);
+	root = tree_root(t);
+	r = child(t, root, "bar");
+	cr_assert_eq(child_count(t, r), 2);
+	expect_contents(t, child(t, r, "y.dat"), "y");
+	tree_free(t); /* the renamed one never loaded */
+	g_free(path);
+}
