@@ -30,7 +30,7 @@ crashes=$here/crashes
 # Larger inputs only slow a target down; archives hold whole files.
 max_len_of() { [ "$1" = res ] && echo 131072 || echo 32768; }
 
-modules="cp1251 format_error names res res_check reg ini text mmp pngio db adb mob models mpr"
+modules="bigmem cp1251 format_error names res res_check reg ini text mmp pngio db adb mob models mpr"
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all
 	-Wall -Wextra -Wshadow -Wno-unused-parameter -Wmissing-prototypes -Werror
 	-D_FILE_OFFSET_BITS=64 -I$root/src -I$here"
