@@ -204,6 +204,7 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	struct mount_args m = { .fuse_opts = g_string_new(NULL), .timeout = 86400, .cache_size = 128u << 20 };
 	struct fs fs = { 0 };
 	struct fuse_session *se = NULL;
+	char *mnt_abs = NULL;
 	struct stat st;
 	int err = 0, status = EXIT_MOUNT;
 
@@ -234,7 +235,9 @@ int cmd_mount(int argc, char **argv, int helper_form)
 		goto out;
 	if (fuse_set_signal_handlers(se) < 0)
 		goto out;
-	if (fuse_session_mount(se, m.mnt) < 0) {
+	/* absolute: the daemon runs from /, and unmounts itself when killed */
+	mnt_abs = realpath(m.mnt, NULL);
+	if (fuse_session_mount(se, mnt_abs ? mnt_abs : m.mnt) < 0) {
 		fuse_remove_signal_handlers(se);
 		goto out;
 	}
@@ -260,6 +263,7 @@ out:
 		fuse_session_destroy(se);
 	view_cache_free(fs.views); /* its read-ahead thread uses the tree */
 	fs.views = NULL;
+	free(mnt_abs);
 	fs_stop(&fs);
 	tree_free(fs.tree);
 	g_string_free(m.fuse_opts, TRUE);

@@ -94,6 +94,13 @@ for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
 check "-f serves in the foreground" eval 'mounted "$M" && kill -0 $fg'
 kill -TERM $fg; wait $fg; rc=$?
 check "SIGTERM unmounts a foreground mount cleanly" eval '[ $rc -eq 0 ] && ! mounted "$M"'
+# a daemon runs from /: a mount point given relative to where mount ran
+(cd "$WORK" && "$E" mount "$DEMO" mnt); MOUNTS="$MOUNTS $M"
+bg=$(pgrep -f -- "eifs mount $DEMO mnt\$")
+check "a relative mount point mounts" eval '[ -n "$bg" ] && [ -d "$M/texts.res" ]'
+kill -TERM $bg
+for i in $(seq 100); do kill -0 $bg 2>/dev/null || break; sleep 0.1; done
+check "SIGTERM to the daemon of a relative mount point unmounts it" eval '! kill -0 $bg 2>/dev/null && ! mounted "$M"'
 
 # ---- sources that cannot be mounted -------------------------------------------------
 "$E" mount "$WORK/missing" "$M" 2>"$WORK/e1"; rc=$?
