@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "crash.h"
 #include "fs.h"
+#include "serve.h"
 #include "log.h"
 
 struct mount_args {
@@ -152,19 +153,33 @@ static void set_fault_hook(struct fs *fs)
 	}
 }
 
+/* Test hook, not a user option: EIFS_CONVERT_DELAY_MS=N makes every view
+ * conversion take N ms longer, so that tests can see what the mount
+ * answers while one is under way (tests/views.sh). */
+static unsigned convert_delay_ms;
+
+static void delayed_will_block(void)
+{
+	serve_will_block();
+	g_usleep((gulong)convert_delay_ms * 1000);
+}
+
+static void set_convert_delay(struct fs *fs)
+{
+	const char *env = getenv("EIFS_CONVERT_DELAY_MS");
+
+	if (env && (convert_delay_ms = (unsigned)atoi(env)) > 0)
+		view_cache_before_wait(fs->views, delayed_will_block);
+}
+
+/* As many as libfuse's own multi-threaded loop starts at most. */
+#define MAX_SERVE_THREADS 10
+
 static int serve(struct fuse_session *se, int single_thread)
 {
-	struct fuse_loop_config *cfg;
-	int rc;
-
 	if (single_thread)
 		return fuse_session_loop(se);
-	cfg = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_clone_fd(cfg, 0);
-	fuse_loop_cfg_set_idle_threads(cfg, 4);
-	rc = fuse_session_loop_mt(se, cfg);
-	fuse_loop_cfg_destroy(cfg);
-	return rc;
+	return serve_requests(se, MAX_SERVE_THREADS);
 }
 
 static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
@@ -253,8 +268,9 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	/* threads only now: fuse_daemonize forks */
 	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);
-	/* libfuse returns the number of the signal that ended the loop, or a
-	 * negative errno when it failed */
+	set_convert_delay(&fs);
+	/* the loops return 0 or the signal that ended them, or a negative
+	 * errno when they failed */
 	status = serve(se, m.single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);

@@ -2,6 +2,7 @@
  * after changes on disk and the kernel cache invalidations they need. */
 #define _GNU_SOURCE
 #include "fs.h"
+#include "serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,6 +120,7 @@ void fs_start(struct fs *fs, struct fuse_session *se)
 {
 	fs->se = se;
 	fs->notifier = worker_new("eifs-notify", send_notice, fs);
+	view_cache_before_wait(fs->views, serve_will_block);
 }
 
 void fs_stop(struct fs *fs)
@@ -289,6 +291,7 @@ static void reload_changed(struct fs *fs, struct inode *in, int wait)
 {
 	char *what = inode_path(fs->inodes, in);
 
+	serve_will_block(); /* a reload, and maybe a wait for the kernel */
 	log_msg(LOG_INFO, "%s: changed on disk; reading it again", what);
 	g_free(what);
 	reload(fs, in, NULL, 1, NULL);
@@ -626,6 +629,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		serve_will_block(); /* an edit may copy the file first */
 		fs_open_write(req, fs, in, n, fi); /* replies, unlocks */
 		return;
 	}
@@ -664,6 +668,8 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
 	if (h) {
+		if (h->edit || h->fd >= 0)
+			serve_will_block(); /* a save */
 		if (h->edit)
 			fs_release_edit(fs, h);
 		if (h->fd >= 0) {

@@ -34,6 +34,7 @@ struct cached {
 
 struct view_cache {
 	struct worker *ahead; /* converts the next view of a directory while one is read */
+	void (*before_wait)(void); /* see view_cache_before_wait */
 	int stopping;
 	struct tree *ahead_tree;
 	pthread_mutex_t lock;
@@ -184,6 +185,8 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e, stru
 	int rc;
 
 	pthread_mutex_unlock(&c->lock);
+	if (c->before_wait)
+		c->before_wait();
 	rc = view_convert(t, view, &out, &ferr);
 	if (rc == 0 && log_debugging()) {
 		char *what = tree_path(view);
@@ -232,6 +235,11 @@ static struct tree_node *next_view(struct tree_node *view)
 	return NULL;
 }
 
+void view_cache_before_wait(struct view_cache *c, void (*fn)(void))
+{
+	c->before_wait = fn;
+}
+
 void view_cache_read_ahead(struct view_cache *c, struct tree *t)
 {
 	c->ahead_tree = t;
@@ -269,6 +277,11 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 		}
 	} else {
 		e->users++;
+		if (e->converting && c->before_wait) {
+			pthread_mutex_unlock(&c->lock);
+			c->before_wait();
+			pthread_mutex_lock(&c->lock);
+		}
 		while (e->converting)
 			pthread_cond_wait(&c->done, &c->lock);
 		e->users--;

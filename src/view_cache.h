@@ -19,6 +19,11 @@ void view_cache_free(struct view_cache *c);
  * finds the next one ready.  The mount turns this on. */
 void view_cache_read_ahead(struct view_cache *c, struct tree *t);
 
+/* fn is called on a thread about to convert a view, or to wait for
+ * another thread's conversion (the mount's loop then lets another thread
+ * read requests meanwhile). */
+void view_cache_before_wait(struct view_cache *c, void (*fn)(void));
+
 /* The bytes of a view (a reference: g_bytes_unref it), converting on first
  * use; also settles view->size.  NULL with *err an errno when the
  * conversion failed (logged once, naming the file and the reason). */

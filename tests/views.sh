@@ -107,6 +107,28 @@ check "and the daemon stays small" [ "$(awk '/VmHWM/ { print $2 }' /proc/$fg/sta
 check "the mount stays up" [ "$(cat "$M/x.png")" = "real png" ]
 kill -TERM $fg; wait $fg
 
+# ---- while views convert, the mount answers the rest ----------------------------
+# EIFS_CONVERT_DELAY_MS (a test hook) makes each conversion 4 s longer.  The
+# threads converting must leave the reading of requests to others.
+S=$WORK/slow
+EIFS_CONVERT_DELAY_MS=4000 "$E" mount "$DEMO" "$S"; MOUNTS="$MOUNTS $S"
+cat "$S/textures.res/cursor.png" > "$WORK/slow1.png" & c1=$!
+cat "$S/textures.res/spell_rune.png" > "$WORK/slow2.png" & c2=$!
+sleep 0.5
+cat "$S"/textures.res/*.mmp "$S/readme.txt" > "$WORK/quick"; rc=$?
+check "raw files read while two conversions are under way" eval '[ $rc -eq 0 ] && kill -0 $c1 && kill -0 $c2'
+for f in "$S"/textures.res/*.mmp; do "$E" cat "$DEMO/textures.res/${f##*/}"; done > "$WORK/quick.want"
+cat "$DEMO/readme.txt" >> "$WORK/quick.want"
+check "and they read right ($(wc -c < "$WORK/quick") bytes)" eval '[ -s "$WORK/quick" ] && cmp -s "$WORK/quick" "$WORK/quick.want"'
+
+wait $c1; r1=$?; wait $c2; r2=$?
+"$E" convert "$DEMO/textures.res/cursor.mmp" "$WORK/want1.png"
+"$E" convert "$DEMO/textures.res/spell_rune.mmp" "$WORK/want2.png"
+check "the slow conversions finish with the right bytes" \
+	eval '[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && cmp -s "$WORK/slow1.png" "$WORK/want1.png" && cmp -s "$WORK/slow2.png" "$WORK/want2.png"'
+do_umount "$S"
+check "the daemon exits" no_daemon "$S"
+
 # the game samples
 if [ -d "${SAMPLES:-}" ]; then
 	do_mount "$SAMPLES" "$M"

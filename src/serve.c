@@ -1,0 +1,230 @@
+#define _GNU_SOURCE
+#include "serve.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <linux/fuse.h>
+#include <glib.h>
+
+/* Reads larger than this pass the reading on: they are a stream (the
+ * kernel's read-ahead sends several at once) or may wait for the disk long
+ * enough that a second thread pays for itself. */
+#define QUICK_READ (32u << 10)
+
+struct serve_loop {
+	struct fuse_session *se;
+	pthread_mutex_t lock;
+	pthread_cond_t turn;   /* the reading is free, or the loop ends */
+	int reading;           /* a thread is the reader */
+	int waiting;           /* threads waiting to become it */
+	int ending;            /* no thread starts any more */
+	int max_threads;
+	GArray *threads;       /* pthread_t, every thread started */
+	sem_t finished;        /* the session ended (posted by the reader) */
+	int error;
+};
+
+/* The loop whose reader this thread is, if it is: what serve_will_block
+ * needs without being handed the loop through every handler. */
+static __thread struct serve_loop *reader_of;
+
+static void *serve_thread(void *p);
+
+/* Asynchronous signals go to the main thread, which waits for the end;
+ * a fault still reaches the thread that caused it (crash report). */
+static int start_thread(struct serve_loop *l)
+{
+	sigset_t block, old;
+	pthread_t t;
+	int rc;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	rc = pthread_create(&t, NULL, serve_thread, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return -rc;
+	pthread_setname_np(t, "eifs-serve");
+	g_array_append_val(l->threads, t);
+	return 0;
+}
+
+/* The reader gives the reading to a waiting thread, or starts one.  When
+ * neither can be, the reading stays free and the first thread to finish
+ * its request takes it. */
+static void pass_reading(struct serve_loop *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->reading = 0;
+	if (l->waiting)
+		pthread_cond_signal(&l->turn);
+	else if (!l->ending && (int)l->threads->len < l->max_threads)
+		start_thread(l);
+	pthread_mutex_unlock(&l->lock);
+	reader_of = NULL;
+}
+
+void serve_will_block(void)
+{
+	if (reader_of)
+		pass_reading(reader_of);
+}
+
+/* Waits to become the reader; 0 when the session ended. */
+static int take_reading(struct serve_loop *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->waiting++;
+	while (l->reading && !l->ending)
+		pthread_cond_wait(&l->turn, &l->lock);
+	l->waiting--;
+	if (l->ending) {
+		pthread_mutex_unlock(&l->lock);
+		return 0;
+	}
+	l->reading = 1;
+	pthread_mutex_unlock(&l->lock);
+	reader_of = l;
+	return 1;
+}
+
+static void end_session(struct serve_loop *l, int res)
+{
+	pthread_mutex_lock(&l->lock);
+	if (res < 0 && !l->error)
+		l->error = res;
+	l->ending = 1;
+	pthread_cond_broadcast(&l->turn);
+	pthread_mutex_unlock(&l->lock);
+	fuse_session_exit(l->se);
+	reader_of = NULL;
+	sem_post(&l->finished);
+}
+
+/* Requests answered from memory or the page cache.  Their handlers call
+ * serve_will_block where that is not so (a view to convert, a save at
+ * close, a file changed on disk). */
+static int quick(const struct fuse_buf *buf, size_t len)
+{
+	struct fuse_in_header in;
+	uint32_t size;
+
+	if ((buf->flags & FUSE_BUF_IS_FD) || len < sizeof in)
+		return 0;
+	memcpy(&in, buf->mem, sizeof in);
+	switch (in.opcode) {
+	case FUSE_READ:
+		if (len < sizeof in + offsetof(struct fuse_read_in, size) + sizeof size)
+			return 0;
+		memcpy(&size, (const char *)buf->mem + sizeof in + offsetof(struct fuse_read_in, size),
+		       sizeof size);
+		return size <= QUICK_READ;
+	case FUSE_LOOKUP: case FUSE_FORGET: case FUSE_BATCH_FORGET: case FUSE_GETATTR:
+	case FUSE_OPEN: case FUSE_RELEASE: case FUSE_OPENDIR: case FUSE_READDIR:
+	case FUSE_READDIRPLUS: case FUSE_RELEASEDIR: case FUSE_STATFS: case FUSE_ACCESS:
+	case FUSE_GETXATTR: case FUSE_LISTXATTR: case FUSE_INTERRUPT: case FUSE_INIT:
+	case FUSE_DESTROY:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Reads and answers while it is the reader; the loop ends when the
+ * session does.  Cancelled (at the end) only while it waits in a read. */
+static void serve_as_reader(struct serve_loop *l, struct fuse_buf *buf)
+{
+	while (reader_of == l && !fuse_session_exited(l->se)) {
+		int res;
+
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		res = fuse_session_receive_buf(l->se, buf);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		if (res == -EINTR || res == -EAGAIN)
+			continue;
+		if (res <= 0) {
+			end_session(l, res);
+			return;
+		}
+		if (!quick(buf, (size_t)res))
+			pass_reading(l);
+		fuse_session_process_buf(l->se, buf);
+	}
+	if (reader_of == l)
+		end_session(l, 0); /* ended by a signal */
+}
+
+static void free_buf(void *buf)
+{
+	free(((struct fuse_buf *)buf)->mem);
+}
+
+static void *serve_thread(void *p)
+{
+	struct serve_loop *l = p;
+	struct fuse_buf buf = { .mem = NULL };
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_cleanup_push(free_buf, &buf);
+	while (take_reading(l))
+		serve_as_reader(l, &buf);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+/* Until the session ends; a signal (its handler ends the session)
+ * interrupts the wait, and a signal that went to another thread is seen
+ * within a second. */
+static void wait_for_end(struct serve_loop *l)
+{
+	while (!fuse_session_exited(l->se)) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_sec += 1;
+		sem_timedwait(&l->finished, &t);
+	}
+}
+
+int serve_requests(struct fuse_session *se, int max_threads)
+{
+	struct serve_loop l = { .se = se, .max_threads = max_threads > 0 ? max_threads : 1 };
+	int rc = 0;
+
+	pthread_mutex_init(&l.lock, NULL);
+	pthread_cond_init(&l.turn, NULL);
+	sem_init(&l.finished, 0, 0);
+	l.threads = g_array_new(FALSE, FALSE, sizeof(pthread_t));
+	pthread_mutex_lock(&l.lock);
+	rc = start_thread(&l);
+	pthread_mutex_unlock(&l.lock);
+	if (rc == 0)
+		wait_for_end(&l);
+	/* the reader may wait in a read nothing will answer now */
+	pthread_mutex_lock(&l.lock);
+	l.ending = 1;
+	pthread_cond_broadcast(&l.turn);
+	for (guint i = 0; i < l.threads->len; i++)
+		pthread_cancel(g_array_index(l.threads, pthread_t, i));
+	pthread_mutex_unlock(&l.lock);
+	for (guint i = 0; i < l.threads->len; i++)
+		pthread_join(g_array_index(l.threads, pthread_t, i), NULL);
+	if (rc == 0)
+		rc = l.error;
+	g_array_unref(l.threads);
+	sem_destroy(&l.finished);
+	pthread_cond_destroy(&l.turn);
+	pthread_mutex_destroy(&l.lock);
+	fuse_session_reset(se);
+	return rc;
+}
