@@ -158,10 +158,11 @@ static void set_fault_hook(struct fs *fs)
  * answers while one is under way (tests/views.sh). */
 static unsigned convert_delay_ms;
 
-static void delayed_will_block(void)
+static void delayed_view_wait(int converting)
 {
-	serve_will_block();
-	g_usleep((gulong)convert_delay_ms * 1000);
+	fs_before_view_wait(converting);
+	if (converting)
+		g_usleep((gulong)convert_delay_ms * 1000);
 }
 
 static void set_convert_delay(struct fs *fs)
@@ -169,7 +170,7 @@ static void set_convert_delay(struct fs *fs)
 	const char *env = getenv("EIFS_CONVERT_DELAY_MS");
 
 	if (env && (convert_delay_ms = (unsigned)atoi(env)) > 0)
-		view_cache_before_wait(fs->views, delayed_will_block);
+		view_cache_before_wait(fs->views, delayed_view_wait);
 }
 
 /* As many as libfuse's own multi-threaded loop starts at most. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,11 +117,18 @@ void fs_init_state(struct fs *fs)
 	fs->gates = g_hash_table_new(g_str_hash, g_str_equal);
 }
 
+void fs_before_view_wait(int converting)
+{
+	(void)converting;
+	serve_will_block();
+}
+
 void fs_start(struct fs *fs, struct fuse_session *se)
 {
 	fs->se = se;
 	fs->notifier = worker_new("eifs-notify", send_notice, fs);
-	view_cache_before_wait(fs->views, serve_will_block);
+	view_cache_before_wait(fs->views, fs_before_view_wait);
+	tree_before_wait(fs->tree, serve_will_block);
 }
 
 void fs_stop(struct fs *fs)
@@ -828,6 +836,20 @@ static void read_view(fuse_req_t req, struct fs *fs, struct tree_node *n, size_t
 static void reply_fd(fuse_req_t req, int fd, uint64_t pos, size_t len)
 {
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(len);
+
+	/* On the reading thread, a read from the disk would hold up every
+	 * other request: what the page cache has is copied at once, the rest
+	 * is read after handing the reading on. */
+	if (len && len <= SERVE_QUICK_READ && serve_is_reader()) {
+		char bytes[SERVE_QUICK_READ];
+		struct iovec iov = { .iov_base = bytes, .iov_len = len };
+
+		if (preadv2(fd, &iov, 1, (off_t)pos, RWF_NOWAIT) == (ssize_t)len) {
+			fuse_reply_buf(req, bytes, len);
+			return;
+		}
+		serve_will_block();
+	}
 
 	/* straight from the file: spliced when the kernel allows */
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;

@@ -42,6 +42,9 @@ extern const struct fuse_lowlevel_ops fs_ops;
  * thread starts with fs_start (after the daemon forked). */
 void fs_init_state(struct fs *fs);
 void fs_start(struct fs *fs, struct fuse_session *se);
+/* What fs_start gives the view cache to call before a wait (the test
+ * hook in cmd_mount.c wraps it). */
+void fs_before_view_wait(int converting);
 void fs_stop(struct fs *fs);
 
 /* ---- shared by fs.c, fs_write.c and fs_names.c --------------------------- */

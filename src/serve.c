@@ -12,10 +12,7 @@
 #include <linux/fuse.h>
 #include <glib.h>
 
-/* Reads larger than this pass the reading on: they are a stream (the
- * kernel's read-ahead sends several at once) or may wait for the disk long
- * enough that a second thread pays for itself. */
-#define QUICK_READ (32u << 10)
+#include "log.h"
 
 struct serve_loop {
 	struct fuse_session *se;
@@ -26,6 +23,7 @@ struct serve_loop {
 	int ending;            /* no thread starts any more */
 	int max_threads;
 	GArray *threads;       /* pthread_t, every thread started */
+	int start_failed;      /* logged once */
 	sem_t finished;        /* the session ended (posted by the reader) */
 	int error;
 };
@@ -52,10 +50,14 @@ static int start_thread(struct serve_loop *l)
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	rc = pthread_create(&t, NULL, serve_thread, l);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
+	if (rc != 0) {
+		if (!l->start_failed++)
+			log_msg(LOG_ERR, "cannot start a thread to serve requests: %s", strerror(rc));
 		return -rc;
+	}
 	pthread_setname_np(t, "eifs-serve");
 	g_array_append_val(l->threads, t);
+	l->waiting++; /* from its start: a second hand-over does not start another */
 	return 0;
 }
 
@@ -74,17 +76,24 @@ static void pass_reading(struct serve_loop *l)
 	reader_of = NULL;
 }
 
+int serve_is_reader(void)
+{
+	return reader_of != NULL;
+}
+
 void serve_will_block(void)
 {
 	if (reader_of)
 		pass_reading(reader_of);
 }
 
-/* Waits to become the reader; 0 when the session ended. */
-static int take_reading(struct serve_loop *l)
+/* Waits to become the reader; 0 when the session ended.  A new thread
+ * was counted as waiting when it was started. */
+static int take_reading(struct serve_loop *l, int new_thread)
 {
 	pthread_mutex_lock(&l->lock);
-	l->waiting++;
+	if (!new_thread)
+		l->waiting++;
 	while (l->reading && !l->ending)
 		pthread_cond_wait(&l->turn, &l->lock);
 	l->waiting--;
@@ -128,7 +137,9 @@ static int quick(const struct fuse_buf *buf, size_t len)
 			return 0;
 		memcpy(&size, (const char *)buf->mem + sizeof in + offsetof(struct fuse_read_in, size),
 		       sizeof size);
-		return size <= QUICK_READ;
+		/* larger reads are a stream (the kernel's read-ahead sends
+		 * several at once): a second thread pays for itself */
+		return size <= SERVE_QUICK_READ;
 	case FUSE_LOOKUP: case FUSE_FORGET: case FUSE_BATCH_FORGET: case FUSE_GETATTR:
 	case FUSE_OPEN: case FUSE_RELEASE: case FUSE_OPENDIR: case FUSE_READDIR:
 	case FUSE_READDIRPLUS: case FUSE_RELEASEDIR: case FUSE_STATFS: case FUSE_ACCESS:
@@ -176,7 +187,7 @@ static void *serve_thread(void *p)
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_cleanup_push(free_buf, &buf);
-	while (take_reading(l))
+	for (int new_thread = 1; take_reading(l, new_thread); new_thread = 0)
 		serve_as_reader(l, &buf);
 	pthread_cleanup_pop(1);
 	return NULL;

@@ -19,4 +19,11 @@ int serve_requests(struct fuse_session *se, int max_threads);
  * Anywhere else (other threads, fuse_session_loop), it does nothing. */
 void serve_will_block(void);
 
+/* Whether this thread is the reader (a handler that can tell quick from
+ * slow only by trying: reads from the page cache). */
+int serve_is_reader(void);
+
+/* The largest read served on the reading thread. */
+#define SERVE_QUICK_READ (32u << 10)
+
 #endif

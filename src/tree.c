@@ -30,6 +30,7 @@ struct tree {
 	GHashTable *file_epochs; /* struct file_epoch: the epoch of each archive file seen */
 	uint64_t nodes;
 	int writable;
+	void (*before_wait)(void); /* see tree_before_wait */
 	uid_t uid;              /* owner of SRC, shown as every node's owner */
 	gid_t gid;
 };
@@ -1035,6 +1036,9 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
 	if (!tree_is_dir(n))
 		return -ENOTDIR;
 	if (!d) {
+		/* a folder or an archive is read from the disk */
+		if (n->kind != NODE_VDIR && t->before_wait)
+			t->before_wait();
 		pthread_mutex_lock(&t->lock);
 		d = n->dir;
 		if (!d) {
@@ -1424,7 +1428,16 @@ void tree_free(struct tree *t)
 
 void tree_read_lock(struct tree *t)
 {
+	if (t->before_wait && pthread_rwlock_tryrdlock(&t->reload_lock) == 0)
+		return;
+	if (t->before_wait)
+		t->before_wait(); /* a reload holds it, or a save waits for it */
 	pthread_rwlock_rdlock(&t->reload_lock);
+}
+
+void tree_before_wait(struct tree *t, void (*fn)(void))
+{
+	t->before_wait = fn;
 }
 
 void tree_read_unlock(struct tree *t)

@@ -105,6 +105,11 @@ void tree_write_lock(struct tree *t);
 void tree_write_unlock(struct tree *t);
 uint64_t tree_generation(struct tree *t);
 
+/* fn is called on a thread about to wait: for a folder or archive read
+ * from the disk on first use, or for the lock (the mount's loop then lets
+ * another thread read requests meanwhile). */
+void tree_before_wait(struct tree *t, void (*fn)(void));
+
 /* The part of the tree that is reloaded as one: the archive file n lies
  * in (its top-level archive node), or for a folder, a plain file or its
  * views, the folder. */

@@ -34,7 +34,7 @@ struct cached {
 
 struct view_cache {
 	struct worker *ahead; /* converts the next view of a directory while one is read */
-	void (*before_wait)(void); /* see view_cache_before_wait */
+	void (*before_wait)(int converting); /* see view_cache_before_wait */
 	int stopping;
 	struct tree *ahead_tree;
 	pthread_mutex_t lock;
@@ -186,7 +186,7 @@ static void convert(struct view_cache *c, struct tree *t, struct cached *e, stru
 
 	pthread_mutex_unlock(&c->lock);
 	if (c->before_wait)
-		c->before_wait();
+		c->before_wait(1);
 	rc = view_convert(t, view, &out, &ferr);
 	if (rc == 0 && log_debugging()) {
 		char *what = tree_path(view);
@@ -235,7 +235,7 @@ static struct tree_node *next_view(struct tree_node *view)
 	return NULL;
 }
 
-void view_cache_before_wait(struct view_cache *c, void (*fn)(void))
+void view_cache_before_wait(struct view_cache *c, void (*fn)(int converting))
 {
 	c->before_wait = fn;
 }
@@ -279,7 +279,7 @@ static GBytes *view_cache_get_one(struct view_cache *c, struct tree *t, struct t
 		e->users++;
 		if (e->converting && c->before_wait) {
 			pthread_mutex_unlock(&c->lock);
-			c->before_wait();
+			c->before_wait(0);
 			pthread_mutex_lock(&c->lock);
 		}
 		while (e->converting)

@@ -19,10 +19,10 @@ void view_cache_free(struct view_cache *c);
  * finds the next one ready.  The mount turns this on. */
 void view_cache_read_ahead(struct view_cache *c, struct tree *t);
 
-/* fn is called on a thread about to convert a view, or to wait for
- * another thread's conversion (the mount's loop then lets another thread
- * read requests meanwhile). */
-void view_cache_before_wait(struct view_cache *c, void (*fn)(void));
+/* fn is called on a thread about to convert a view (converting 1), or to
+ * wait for another thread's conversion (0): the mount's loop then lets
+ * another thread read requests meanwhile. */
+void view_cache_before_wait(struct view_cache *c, void (*fn)(int converting));
 
 /* The bytes of a view (a reference: g_bytes_unref it), converting on first
  * use; also settles view->size.  NULL with *err an errno when the
