@@ -30,7 +30,9 @@ crashes=$here/crashes
 # Larger inputs only slow a target down; archives hold whole files.
 max_len_of() { [ "$1" = res ] && echo 131072 || echo 32768; }
 
-modules="bigmem cp1251 format_error names res res_check reg ini text mmp pngio db adb mob models mpr"
+# The format library as Makefile.am lists it, in an archive: each target
+# links what it uses, and a module that starts needing another finds it.
+modules=$(sed -n '/^src_libeifs_a_SOURCES/,/^$/p' "$root/Makefile.am" | grep -o 'src/[a-z0-9_]*\.c' | sed 's#^src/##; s#\.c$##')
 cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=all
 	-Wall -Wextra -Wshadow -Wno-unused-parameter -Wmissing-prototypes -Werror
 	-D_FILE_OFFSET_BITS=64 -I$root/src -I$here"
@@ -58,17 +60,21 @@ build_all() {
 	pkg_libs=$(pkg-config --libs glib-2.0 libpng zlib)
 	mkdir -p "$build/obj"
 	local objs="" m t
+	[ -n "$modules" ] || die "no src_libeifs_a_SOURCES in $root/Makefile.am"
 	for m in $modules; do
 		compile "$root/src/$m.c" "$build/obj/$m.o" fuzzer-no-link,address,undefined
 		objs="$objs $build/obj/$m.o"
 	done
+	rm -f "$build/libeifs.a"
+	# shellcheck disable=SC2086
+	ar rcs "$build/libeifs.a" $objs
 	compile "$here/fuzz_common.c" "$build/obj/fuzz_common.o" fuzzer-no-link,address,undefined
 	for t in $targets; do
 		[ -f "$here/fuzz_$t.c" ] || die "no target $t (have: $all_targets)"
 		compile "$here/fuzz_$t.c" "$build/obj/fuzz_$t.o" fuzzer-no-link,address,undefined
 		# shellcheck disable=SC2086
 		"$CC" -fsanitize=fuzzer,address,undefined "$build/obj/fuzz_$t.o" \
-			"$build/obj/fuzz_common.o" $objs $pkg_libs -lm -o "$build/fuzz_$t"
+			"$build/obj/fuzz_common.o" "$build/libeifs.a" $pkg_libs -lm -o "$build/fuzz_$t"
 	done
 	# shellcheck disable=SC2086
 	"$CC" $cflags $pkg_cflags "$here/mkseeds.c" "$root/src/db.c" "$root/src/cp1251.c" \
