@@ -173,14 +173,31 @@ static void set_convert_delay(struct fs *fs)
 		view_cache_before_wait(fs->views, delayed_view_wait);
 }
 
+/* The kernel's first lookup needs the top directory, which for a large
+ * archive takes milliseconds to build: the main thread builds it while
+ * the first requests (INIT) are answered, rather than after the lookup
+ * came.  Then it loads what the crash report needs. */
+static void prepare(void *ctx)
+{
+	struct fs *fs = ctx;
+	const struct tree_dir *top;
+
+	tree_read_lock(fs->tree);
+	tree_children(fs->tree, tree_root(fs->tree), &top); /* its errors are the lookup's */
+	tree_read_unlock(fs->tree);
+	crash_report_warm_up();
+}
+
 /* As many as libfuse's own multi-threaded loop starts at most. */
 #define MAX_SERVE_THREADS 10
 
-static int serve(struct fuse_session *se, int single_thread)
+static int serve(struct fuse_session *se, struct fs *fs, int single_thread)
 {
-	if (single_thread)
+	if (single_thread) {
+		prepare(fs);
 		return fuse_session_loop(se);
-	return serve_requests(se, MAX_SERVE_THREADS);
+	}
+	return serve_requests(se, MAX_SERVE_THREADS, prepare, fs);
 }
 
 static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
@@ -272,7 +289,7 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	set_convert_delay(&fs);
 	/* the loops return 0 or the signal that ended them, or a negative
 	 * errno when they failed */
-	status = serve(se, m.single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;
+	status = serve(se, &fs, m.single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 out:

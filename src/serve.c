@@ -207,7 +207,7 @@ static void wait_for_end(struct serve_loop *l)
 	}
 }
 
-int serve_requests(struct fuse_session *se, int max_threads)
+int serve_requests(struct fuse_session *se, int max_threads, void (*meanwhile)(void *ctx), void *ctx)
 {
 	struct serve_loop l = { .se = se, .max_threads = max_threads > 0 ? max_threads : 1 };
 	int rc = 0;
@@ -219,6 +219,8 @@ int serve_requests(struct fuse_session *se, int max_threads)
 	pthread_mutex_lock(&l.lock);
 	rc = start_thread(&l);
 	pthread_mutex_unlock(&l.lock);
+	if (rc == 0 && meanwhile)
+		meanwhile(ctx);
 	if (rc == 0)
 		wait_for_end(&l);
 	/* the reader may wait in a read nothing will answer now */
