@@ -102,6 +102,23 @@ kill -TERM $bg
 for i in $(seq 100); do kill -0 $bg 2>/dev/null || break; sleep 0.1; done
 check "SIGTERM to the daemon of a relative mount point unmounts it" eval '! kill -0 $bg 2>/dev/null && ! mounted "$M"'
 
+# ---- a daemon killed by a fault says so, with where it was ------------------------
+if ldd "$E" 2>/dev/null | grep -qE 'lib(a|t)san'; then
+	echo "crash report not checked: $E is a sanitizer build (the sanitizer reports instead)"
+else
+	"$E" mount -f "$DEMO" "$M" 2>"$WORK/crash.err" &
+	fg=$!
+	for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
+	ls "$M/texts.res" >/dev/null
+	sleep 1 # the backtrace's library is loaded just after the first requests
+	kill -SEGV $fg; wait $fg; rc=$?
+	check "a fault ends the daemon by its own signal (exit 139)" [ $rc -eq 139 ]
+	check "the crash report names the signal" grep -q 'fatal signal SIGSEGV; the mount is gone' "$WORK/crash.err"
+	check "the crash report has a backtrace of eifs' frames" \
+		eval '[ "$(grep -c "eifs(.*)\[0x" "$WORK/crash.err")" -ge 2 ]'
+	check "the dead mount can be unmounted" do_umount "$M"
+fi
+
 # ---- sources that cannot be mounted -------------------------------------------------
 "$E" mount "$WORK/missing" "$M" 2>"$WORK/e1"; rc=$?
 check "missing source: exit 66, message on the terminal" eval '[ $rc -eq 66 ] && grep -q '\''missing'\'' "$WORK/e1" && ! mounted "$M"'
