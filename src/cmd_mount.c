@@ -173,6 +173,25 @@ static void set_convert_delay(struct fs *fs)
 		view_cache_before_wait(fs->views, delayed_view_wait);
 }
 
+/* Test hook, not a user option: EIFS_LOAD_DELAY_MS=N makes every first
+ * read of a folder or an archive, and every wait for the tree's lock,
+ * take N ms longer, after the reading was handed on (tests/mount.sh). */
+static unsigned load_delay_ms;
+
+static void delayed_tree_wait(void)
+{
+	serve_will_block();
+	g_usleep((gulong)load_delay_ms * 1000);
+}
+
+static void set_load_delay(struct fs *fs)
+{
+	const char *env = getenv("EIFS_LOAD_DELAY_MS");
+
+	if (env && (load_delay_ms = (unsigned)atoi(env)) > 0)
+		tree_before_wait(fs->tree, delayed_tree_wait);
+}
+
 /* The kernel's first lookup needs the top directory, which for a large
  * archive takes milliseconds to build: the main thread builds it while
  * the first requests (INIT) are answered, rather than after the lookup
@@ -287,6 +306,7 @@ int cmd_mount(int argc, char **argv, int helper_form)
 	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);
 	set_convert_delay(&fs);
+	set_load_delay(&fs);
 	/* the loops return 0 or the signal that ended them, or a negative
 	 * errno when they failed */
 	status = serve(se, &fs, m.single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;

@@ -119,6 +119,25 @@ else
 	check "the dead mount can be unmounted" do_umount "$M"
 fi
 
+# ---- while archives load, the mount answers the rest ------------------------------
+# EIFS_LOAD_DELAY_MS (a test hook) makes each first read of a folder or an
+# archive 4 s longer.  A thread loading one must leave the reading of
+# requests to others.
+S=$WORK/slowload
+EIFS_LOAD_DELAY_MS=4000 "$E" mount "$DEMO" "$S"; MOUNTS="$MOUNTS $S"
+ls "$S" > /dev/null # the top folder, once
+ls "$S/texts.res" > "$WORK/slow.texts" & l1=$!
+ls "$S/quests.res" > "$WORK/slow.quests" & l2=$!
+sleep 0.5
+cat "$S/readme.txt" > "$WORK/slow.readme"; rc=$?
+check "a loose file is read while two archives load" eval '[ $rc -eq 0 ] && kill -0 $l1 && kill -0 $l2'
+check "and it reads right" cmp -s "$WORK/slow.readme" "$DEMO/readme.txt"
+wait $l1; r1=$?; wait $l2; r2=$?
+check "the slow listings finish, as the loaded archives list" \
+	eval '[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ -s "$WORK/slow.texts" ] && ls "$S/texts.res" | cmp -s - "$WORK/slow.texts" && ls "$S/quests.res" | cmp -s - "$WORK/slow.quests"'
+do_umount "$S"
+check "the daemon exits" no_daemon "$S"
+
 # ---- sources that cannot be mounted -------------------------------------------------
 "$E" mount "$WORK/missing" "$M" 2>"$WORK/e1"; rc=$?
 check "missing source: exit 66, message on the terminal" eval '[ $rc -eq 66 ] && grep -q '\''missing'\'' "$WORK/e1" && ! mounted "$M"'
