@@ -1,6 +1,7 @@
 /* eifs mount SRC MNT, eifs SRC MNT (mount.fuse3 / fstab), eifs umount MNT. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <limits.h>
 #include <stdio.h>
@@ -251,65 +252,129 @@ static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
 	return se;
 }
 
-int cmd_mount(int argc, char **argv, int helper_form)
+/* ---- leaving the terminal ---------------------------------------------- */
+
+/* The mount forks before it reads SRC, where fuse_daemonize() forks after:
+ * the parent has then little memory to copy or free, and the daemon does
+ * every step itself.  The parent waits for one byte, the exit status, so
+ * that a failure still reaches the terminal.  Returns in the daemon, with
+ * *to_parent set; the parent exits here. */
+static int fork_daemon(int *to_parent)
 {
-	struct mount_args m = { .fuse_opts = g_string_new(NULL), .timeout = 86400, .cache_size = 128u << 20 };
+	int p[2];
+	pid_t pid;
+	unsigned char status;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		*to_parent = p[1];
+		return 0;
+	}
+	close(p[1]);
+	do
+		n = read(p[0], &status, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1) {
+		fprintf(stderr, "eifs: the daemon ended before the mount was ready\n");
+		_exit(EXIT_MOUNT);
+	}
+	_exit(status);
+}
+
+/* Once: what the parent exits with. */
+static void tell_parent(int *to_parent, int status)
+{
+	unsigned char byte = (unsigned char)status;
+
+	if (*to_parent < 0)
+		return;
+	if (write(*to_parent, &byte, 1) != 1)
+		log_msg(LOG_ERR, "cannot tell the mount command the mount is ready: %s", strerror(errno));
+	close(*to_parent);
+	*to_parent = -1;
+}
+
+/* / as its directory (it holds no file system busy); in the background
+ * also a session of its own, and no terminal. */
+static void detach(int foreground)
+{
+	int null;
+
+	if (chdir("/") < 0)
+		log_msg(LOG_WARNING, "cannot change to /: %s", strerror(errno));
+	if (foreground)
+		return;
+	setsid();
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		if (null > STDERR_FILENO)
+			close(null);
+	}
+}
+
+static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent)
+{
 	struct fs fs = { 0 };
 	struct fuse_session *se = NULL;
 	char *mnt_abs = NULL;
 	struct stat st;
 	int err = 0, status = EXIT_MOUNT;
 
-	if (parse_mount_args(argc, argv, &m) < 0) {
-		g_string_free(m.fuse_opts, TRUE);
-		return EXIT_USAGE;
-	}
-	log_set_debug(m.debug);
+	log_set_debug(m->debug);
 	raise_fd_limit();
-	fs.timeout = m.timeout;
-	fs.writable = !m.read_only;
-	fs.views = view_cache_new(m.cache_size);
-	fs.tree = m.read_only ? tree_open(m.src, &err) : tree_open_rw(m.src, &err);
+	fs.timeout = m->timeout;
+	fs.writable = !m->read_only;
+	fs.views = view_cache_new(m->cache_size);
+	fs.tree = m->read_only ? tree_open(m->src, &err) : tree_open_rw(m->src, &err);
 	if (!fs.tree) {
-		fprintf(stderr, "eifs: cannot mount %s: %s\n", m.src, strerror(err));
+		fprintf(stderr, "eifs: cannot mount %s: %s\n", m->src, strerror(err));
 		view_cache_free(fs.views);
-		g_string_free(m.fuse_opts, TRUE);
 		return EXIT_NO_SOURCE;
 	}
 	fs_init_state(&fs);
 	set_fault_hook(&fs);
-	if (stat(m.mnt, &st) < 0 && errno == ENOENT && !helper_form && g_mkdir_with_parents(m.mnt, 0755) < 0) {
-		fprintf(stderr, "eifs: cannot create %s: %s\n", m.mnt, strerror(errno));
+	if (stat(m->mnt, &st) < 0 && errno == ENOENT && !helper_form && g_mkdir_with_parents(m->mnt, 0755) < 0) {
+		fprintf(stderr, "eifs: cannot create %s: %s\n", m->mnt, strerror(errno));
 		goto out;
 	}
-	se = new_session(&m, &fs);
+	se = new_session(m, &fs);
 	if (!se)
 		goto out;
 	if (fuse_set_signal_handlers(se) < 0)
 		goto out;
 	/* absolute: the daemon runs from /, and unmounts itself when killed */
-	mnt_abs = realpath(m.mnt, NULL);
-	if (fuse_session_mount(se, mnt_abs ? mnt_abs : m.mnt) < 0) {
+	mnt_abs = realpath(m->mnt, NULL);
+	if (fuse_session_mount(se, mnt_abs ? mnt_abs : m->mnt) < 0) {
 		fuse_remove_signal_handlers(se);
 		goto out;
 	}
 	/* Only now, with SRC parsed and the mount in place, leave the terminal. */
-	if (fuse_daemonize(m.foreground) < 0) {
-		fuse_session_unmount(se);
-		fuse_remove_signal_handlers(se);
-		goto out;
-	}
-	if (!m.foreground)
+	detach(m->foreground);
+	tell_parent(to_parent, EXIT_OK);
+	if (!m->foreground)
 		log_to_syslog();
 	crash_report_install();
-	/* threads only now: fuse_daemonize forks */
 	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);
 	set_convert_delay(&fs);
 	set_load_delay(&fs);
 	/* the loops return 0 or the signal that ended them, or a negative
 	 * errno when they failed */
-	status = serve(se, &fs, m.single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;
+	status = serve(se, &fs, m->single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 out:
@@ -320,6 +385,25 @@ out:
 	free(mnt_abs);
 	fs_stop(&fs);
 	tree_free(fs.tree);
+	return status;
+}
+
+int cmd_mount(int argc, char **argv, int helper_form)
+{
+	struct mount_args m = { .fuse_opts = g_string_new(NULL), .timeout = 86400, .cache_size = 128u << 20 };
+	int to_parent = -1, status, rc;
+
+	if (parse_mount_args(argc, argv, &m) < 0) {
+		g_string_free(m.fuse_opts, TRUE);
+		return EXIT_USAGE;
+	}
+	if (!m.foreground && (rc = fork_daemon(&to_parent)) < 0) {
+		fprintf(stderr, "eifs: cannot start the daemon: %s\n", strerror(-rc));
+		g_string_free(m.fuse_opts, TRUE);
+		return EXIT_MOUNT;
+	}
+	status = mount_and_serve(&m, helper_form, &to_parent);
+	tell_parent(&to_parent, status); /* a failure before the mount was ready */
 	g_string_free(m.fuse_opts, TRUE);
 	return status;
 }
