@@ -351,6 +351,12 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		fprintf(stderr, "eifs: cannot create %s: %s\n", m->mnt, strerror(errno));
 		goto out;
 	}
+	/* the kernel mounts on a file too, but the root is a directory: every
+	 * access would fail with EIO */
+	if (stat(m->mnt, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "eifs: cannot mount on %s: %s\n", m->mnt, strerror(ENOTDIR));
+		goto out;
+	}
 	se = new_session(m, &fs);
 	if (!se)
 		goto out;

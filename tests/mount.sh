@@ -147,7 +147,12 @@ check "not an archive: exit 66 naming the offset" eval '[ $rc -eq 66 ] && grep -
 printf '\074\342\234\001\377\377\377\000\020\000\000\000\000\000\000\000' > "$WORK/huge.res"
 "$E" mount "$WORK/huge.res" "$M" 2>"$WORK/e3"; rc=$?
 check "16 million declared entries in 16 bytes: refused" eval '[ $rc -eq 66 ] && grep -q '\''past the archive end'\'' "$WORK/e3"'
-check "no daemon left after failed mounts" no_daemon "$M"
+printf 'a file' > "$WORK/afile"
+"$E" mount "$DEMO" "$WORK/afile" 2>"$WORK/e4"; rc=$?
+check "a file as the mount point: exit 71, not a directory" \
+	eval '[ $rc -eq 71 ] && grep -q '\''Not a directory'\'' "$WORK/e4" && ! mounted "$WORK/afile" && [ "$(cat "$WORK/afile")" = "a file" ]'
+check "no daemon left after failed mounts" eval 'no_daemon "$M" && no_daemon "$WORK/afile"'
+
 
 # ---- names that must not escape or break paths ------------------------------------
 rawres "$WORK/names.res" '..' 'dotdot' '.' 'dot' 'a/b' 'slash' '' 'empty' 'x\000y' 'nul' \
