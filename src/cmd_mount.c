@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <glib.h>
 
@@ -194,10 +196,10 @@ static void set_load_delay(struct fs *fs)
 }
 
 /* The kernel's first lookup needs the top directory, which for a large
- * archive takes milliseconds to build: the main thread builds it while
- * the first requests (INIT) are answered, rather than after the lookup
- * came.  Then it loads what the crash report needs. */
-static void prepare(void *ctx)
+ * archive takes milliseconds to build: the main thread builds it while the
+ * first requests (INIT) are answered, rather than after the lookup came
+ * (with -s, before the loop). */
+static void build_top(void *ctx)
 {
 	struct fs *fs = ctx;
 	const struct tree_dir *top;
@@ -205,7 +207,6 @@ static void prepare(void *ctx)
 	tree_read_lock(fs->tree);
 	tree_children(fs->tree, tree_root(fs->tree), &top); /* its errors are the lookup's */
 	tree_read_unlock(fs->tree);
-	crash_report_warm_up();
 }
 
 /* As many as libfuse's own multi-threaded loop starts at most. */
@@ -214,10 +215,10 @@ static void prepare(void *ctx)
 static int serve(struct fuse_session *se, struct fs *fs, int single_thread)
 {
 	if (single_thread) {
-		prepare(fs);
+		build_top(fs);
 		return fuse_session_loop(se);
 	}
-	return serve_requests(se, MAX_SERVE_THREADS, prepare, fs);
+	return serve_requests(se, MAX_SERVE_THREADS, build_top, fs);
 }
 
 static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
@@ -254,6 +255,19 @@ static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
 
 /* ---- leaving the terminal ---------------------------------------------- */
 
+/* The daemon ended without a word: killed (a crash before its handler was
+ * in place, the OOM killer) or gone another way. */
+static void report_early_end(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) == pid && WIFSIGNALED(st))
+		fprintf(stderr, "eifs: the daemon was killed by SIG%s before the mount was ready\n",
+			sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
+	else
+		fprintf(stderr, "eifs: the daemon ended before the mount was ready\n");
+}
+
 /* The mount forks before it reads SRC, where fuse_daemonize() forks after:
  * the parent has then little memory to copy or free, and the daemon does
  * every step itself.  The parent waits for one byte, the exit status, so
@@ -279,20 +293,35 @@ static int fork_daemon(int *to_parent)
 	if (pid == 0) {
 		close(p[0]);
 		*to_parent = p[1];
+		/* should the parent be gone, telling it fails with EPIPE */
+		signal(SIGPIPE, SIG_IGN);
 		return 0;
 	}
 	close(p[1]);
 	do
 		n = read(p[0], &status, 1);
 	while (n < 0 && errno == EINTR);
-	if (n != 1) {
-		fprintf(stderr, "eifs: the daemon ended before the mount was ready\n");
-		_exit(EXIT_MOUNT);
-	}
-	_exit(status);
+	if (n == 1)
+		_exit(status);
+	report_early_end(pid);
+	_exit(EXIT_MOUNT);
 }
 
-/* Once: what the parent exits with. */
+/* Started with stdin, stdout or stderr closed, the status pipe or an
+ * archive could get fd 0-2, which detach() then points at /dev/null. */
+static void keep_standard_fds(void)
+{
+	int fd;
+
+	do
+		fd = open("/dev/null", O_RDWR);
+	while (fd >= 0 && fd <= STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+/* The parent exits with status; only the first word counts, as the
+ * parent is gone after it. */
 static void tell_parent(int *to_parent, int status)
 {
 	unsigned char byte = (unsigned char)status;
@@ -300,7 +329,7 @@ static void tell_parent(int *to_parent, int status)
 	if (*to_parent < 0)
 		return;
 	if (write(*to_parent, &byte, 1) != 1)
-		log_msg(LOG_ERR, "cannot tell the mount command the mount is ready: %s", strerror(errno));
+		log_msg(LOG_ERR, "cannot pass exit status %d to the mount command: %s", status, strerror(errno));
 	close(*to_parent);
 	*to_parent = -1;
 }
@@ -335,7 +364,14 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	int err = 0, status = EXIT_MOUNT;
 
 	log_set_debug(m->debug);
+	crash_report_install();
 	raise_fd_limit();
+	/* the kernel mounts on a file too, but the root is a directory: every
+	 * access would fail with EIO */
+	if (stat(m->mnt, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "eifs: cannot mount on %s: %s\n", m->mnt, strerror(ENOTDIR));
+		return EXIT_MOUNT;
+	}
 	fs.timeout = m->timeout;
 	fs.writable = !m->read_only;
 	fs.views = view_cache_new(m->cache_size);
@@ -351,12 +387,6 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		fprintf(stderr, "eifs: cannot create %s: %s\n", m->mnt, strerror(errno));
 		goto out;
 	}
-	/* the kernel mounts on a file too, but the root is a directory: every
-	 * access would fail with EIO */
-	if (stat(m->mnt, &st) == 0 && !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "eifs: cannot mount on %s: %s\n", m->mnt, strerror(ENOTDIR));
-		goto out;
-	}
 	se = new_session(m, &fs);
 	if (!se)
 		goto out;
@@ -369,11 +399,10 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		goto out;
 	}
 	/* Only now, with SRC parsed and the mount in place, leave the terminal. */
-	detach(m->foreground);
-	tell_parent(to_parent, EXIT_OK);
 	if (!m->foreground)
 		log_to_syslog();
-	crash_report_install();
+	detach(m->foreground);
+	tell_parent(to_parent, EXIT_OK);
 	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);
 	set_convert_delay(&fs);
@@ -403,6 +432,7 @@ int cmd_mount(int argc, char **argv, int helper_form)
 		g_string_free(m.fuse_opts, TRUE);
 		return EXIT_USAGE;
 	}
+	keep_standard_fds();
 	if (!m.foreground && (rc = fork_daemon(&to_parent)) < 0) {
 		fprintf(stderr, "eifs: cannot start the daemon: %s\n", strerror(-rc));
 		g_string_free(m.fuse_opts, TRUE);

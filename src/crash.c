@@ -2,6 +2,7 @@
 #include "crash.h"
 
 #include <execinfo.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,19 +50,27 @@ static void on_fatal(int sig)
 }
 
 /* backtrace() loads libgcc on first use, which should not happen inside
- * the handler. */
-void crash_report_warm_up(void)
+ * the handler; a thread of its own does it beside the reading of SRC, not
+ * before it (a millisecond or two). */
+static void *warm_up(void *unused)
 {
 	void *frame[1];
 
+	(void)unused;
 	backtrace(frame, 1);
 	__atomic_store_n(&warmed, 1, __ATOMIC_RELEASE);
+	return NULL;
 }
 
 void crash_report_install(void)
 {
 	struct sigaction sa;
+	pthread_t t;
 
+	if (pthread_create(&t, NULL, warm_up, NULL) == 0)
+		pthread_detach(t);
+	else
+		warm_up(NULL);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_fatal;
 	sigemptyset(&sa.sa_mask);
@@ -71,10 +80,6 @@ void crash_report_install(void)
 }
 #else
 void crash_report_install(void)
-{
-}
-
-void crash_report_warm_up(void)
 {
 }
 #endif

@@ -7,8 +7,4 @@
 /* Installs the handlers (not under a sanitizer, which reports better). */
 void crash_report_install(void);
 
-/* Lets the handler print a backtrace: loads what backtrace() needs, which
- * the handler itself must not.  Takes a millisecond or two; any thread. */
-void crash_report_warm_up(void);
-
 #endif

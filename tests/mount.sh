@@ -94,6 +94,11 @@ for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
 check "-f serves in the foreground" eval 'mounted "$M" && kill -0 $fg'
 kill -TERM $fg; wait $fg; rc=$?
 check "SIGTERM unmounts a foreground mount cleanly" eval '[ $rc -eq 0 ] && ! mounted "$M"'
+# started with no stdin, stdout or stderr (from a service, say): the pipe
+# the daemon reports on must not take one of their numbers
+"$E" mount "$DEMO" "$M" <&- >&- 2>&-; rc=$?
+check "mounted with fds 0-2 closed: exit 0 and a working mount" eval '[ $rc -eq 0 ] && [ -d "$M/texts.res" ]'
+do_umount "$M"
 # a daemon runs from /: a mount point given relative to where mount ran
 (cd "$WORK" && "$E" mount "$DEMO" mnt); MOUNTS="$MOUNTS $M"
 bg=$(pgrep -f -- "eifs mount $DEMO mnt\$")
@@ -128,7 +133,10 @@ EIFS_LOAD_DELAY_MS=4000 "$E" mount "$DEMO" "$S"; MOUNTS="$MOUNTS $S"
 ls "$S" > /dev/null # the top folder, once
 ls "$S/texts.res" > "$WORK/slow.texts" & l1=$!
 ls "$S/quests.res" > "$WORK/slow.quests" & l2=$!
-sleep 0.5
+# both wait for the mount's answer before the loose file is asked for
+in_fuse_wait() { [ "$(cat "/proc/$1/wchan" 2>/dev/null)" = request_wait_answer ]; }
+for i in $(seq 30); do in_fuse_wait $l1 && in_fuse_wait $l2 && break; sleep 0.1; done
+check "two listings wait for their archives' loads" eval 'in_fuse_wait $l1 && in_fuse_wait $l2'
 cat "$S/readme.txt" > "$WORK/slow.readme"; rc=$?
 check "a loose file is read while two archives load" eval '[ $rc -eq 0 ] && kill -0 $l1 && kill -0 $l2'
 check "and it reads right" cmp -s "$WORK/slow.readme" "$DEMO/readme.txt"
