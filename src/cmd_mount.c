@@ -394,6 +394,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		goto out;
 	/* absolute: the daemon runs from /, and unmounts itself when killed */
 	mnt_abs = realpath(m->mnt, NULL);
+	crash_report_settle(); /* not root: libfuse forks to run fusermount3 */
 	if (fuse_session_mount(se, mnt_abs ? mnt_abs : m->mnt) < 0) {
 		fuse_remove_signal_handlers(se);
 		goto out;

@@ -21,6 +21,8 @@
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
 
 static int warmed; /* backtrace() can run in the handler */
+static pthread_t warmer;
+static int warming; /* warmer is to be joined */
 
 static void put(const char *s)
 {
@@ -65,10 +67,9 @@ static void *warm_up(void *unused)
 void crash_report_install(void)
 {
 	struct sigaction sa;
-	pthread_t t;
 
-	if (pthread_create(&t, NULL, warm_up, NULL) == 0)
-		pthread_detach(t);
+	if (pthread_create(&warmer, NULL, warm_up, NULL) == 0)
+		warming = 1;
 	else
 		warm_up(NULL);
 	memset(&sa, 0, sizeof sa);
@@ -78,8 +79,19 @@ void crash_report_install(void)
 	for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
 		sigaction(fatal_signals[i], &sa, NULL);
 }
+
+void crash_report_settle(void)
+{
+	if (warming)
+		pthread_join(warmer, NULL);
+	warming = 0;
+}
 #else
 void crash_report_install(void)
+{
+}
+
+void crash_report_settle(void)
 {
 }
 #endif

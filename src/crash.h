@@ -7,4 +7,9 @@
 /* Installs the handlers (not under a sanitizer, which reports better). */
 void crash_report_install(void);
 
+/* Waits until the backtrace's library is loaded (a thread started by
+ * crash_report_install loads it): before a fork, whose child must not find
+ * the loader half-way through. */
+void crash_report_settle(void);
+
 #endif
