@@ -10,7 +10,9 @@
 
 /* Zeroed room for nmemb items of size bytes, or NULL (also when the size
  * overflows).  A huge page is used only where at least half of it is the
- * caller's: a block kept for long wastes at most as much as it holds. */
+ * caller's: a block kept for long wastes at most as much as it holds.  The
+ * small pages past the huge ones are faulted in at once, as the caller
+ * fills the block right away. */
 void *bigmem_alloc(size_t nmemb, size_t size);
 
 /* The same for a block freed soon after (a directory build's scratch,
