@@ -77,19 +77,30 @@ int res_header_decode(const unsigned char *buf, uint64_t archive_len,
 	return 0;
 }
 
+/* Decodes entry i of the raw table at buf into out[i].  All fields are
+ * read before out[i] is written, which may overlap buf (res_table_read). */
+static void decode_entry(const unsigned char *buf, uint32_t i, struct res_entry *out)
+{
+	const unsigned char *p = buf + (size_t)i * RES_ENTRY_SIZE;
+	int32_t next = (int32_t)get_u32(p);
+	uint32_t length = get_u32(p + 4), offset = get_u32(p + 8), mtime = get_u32(p + 12);
+	uint16_t name_len = get_u16(p + 16);
+	uint32_t name_off = get_u32(p + 18);
+	struct res_entry *e = &out[i];
+
+	memset(e, 0, sizeof *e); /* the padding too: tables compare with memcmp */
+	e->next = next;
+	e->length = length;
+	e->offset = offset;
+	e->mtime = mtime;
+	e->name_len = name_len;
+	e->name_off = name_off;
+}
+
 static void decode_entries(const unsigned char *buf, uint32_t n, struct res_entry *out)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		const unsigned char *p = buf + (size_t)i * RES_ENTRY_SIZE;
-		struct res_entry *e = &out[i];
-
-		e->next = (int32_t)get_u32(p);
-		e->length = get_u32(p + 4);
-		e->offset = get_u32(p + 8);
-		e->mtime = get_u32(p + 12);
-		e->name_len = get_u16(p + 16);
-		e->name_off = get_u32(p + 18);
-	}
+	for (uint32_t i = 0; i < n; i++)
+		decode_entry(buf, i, out);
 }
 
 static int table_alloc(const struct res_header *h, struct res_table *t, struct res_error *err)
@@ -144,14 +155,21 @@ static int read_exact(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* The raw table is read into the end of the decoded one and decoded in
+ * place, front to back: one read, and no buffer of its own (the faults of
+ * fresh memory are most of the cost).  Entry i is written to bytes
+ * [S*i, S*(i+1)) of the array and read from [gap + 22*i, gap + 22*(i+1)),
+ * where S is the decoded size and gap = (S - 22) * count: for i < count
+ * that starts at or past S*i, and entry i + 1 starts at or past S*(i+1),
+ * so no raw entry is overwritten before it is read. */
 int res_table_read(const struct res_window *w, struct res_table *t, struct res_error *err)
 {
-	enum { CHUNK = 2048 }; /* entries decoded per read: the raw table is never held whole */
-	unsigned char hdr[RES_HEADER_SIZE], *buf;
+	unsigned char hdr[RES_HEADER_SIZE], *raw;
 	uint64_t names_at;
 	struct res_header h;
 	int rc;
 
+	_Static_assert(sizeof(struct res_entry) >= RES_ENTRY_SIZE, "decoding in place needs room");
 	memset(t, 0, sizeof *t);
 	if (w->len < RES_HEADER_SIZE)
 		return fail(err, EINVAL, 0, "truncated header: %llu bytes, need 16",
@@ -161,17 +179,10 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 		return fail(err, -rc, 0, "cannot read header: %s", strerror(-rc));
 	if (res_header_decode(hdr, w->len, &h, err) < 0 || table_alloc(&h, t, err) < 0)
 		return -1;
-	buf = malloc(CHUNK * RES_ENTRY_SIZE);
-	rc = buf ? 0 : -ENOMEM;
-	for (uint32_t i = 0; rc == 0 && i < h.count; i += CHUNK) {
-		uint32_t n = h.count - i < CHUNK ? h.count - i : CHUNK;
-
-		rc = read_exact(w->fd, buf, (size_t)n * RES_ENTRY_SIZE,
-				w->base + h.table_offset + (uint64_t)i * RES_ENTRY_SIZE);
-		if (rc == 0)
-			decode_entries(buf, n, t->entries + i);
-	}
-	free(buf);
+	raw = (unsigned char *)t->entries + (size_t)h.count * (sizeof *t->entries - RES_ENTRY_SIZE);
+	rc = read_exact(w->fd, raw, (size_t)h.count * RES_ENTRY_SIZE, w->base + h.table_offset);
+	if (rc == 0)
+		decode_entries(raw, h.count, t->entries);
 	names_at = (uint64_t)h.table_offset + (uint64_t)h.count * RES_ENTRY_SIZE;
 	if (rc == 0)
 		rc = read_exact(w->fd, t->names, h.names_len, w->base + names_at);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -1168,5 +1169,47 @@ Test(check, data_over_the_header_or_the_table)
 	cr_assert_geq(h_reports_find(&r, "data 80+1 partly overlaps data 70+20"), 0);
 	h_reports_free(&r);
 	res_table_free(&t);
+	g_byte_array_unref(a);
+}
+
+/* The reader decodes a table in place, in the memory the raw bytes were
+ * read into: every field of every entry must come out as the in-memory
+ * parser gives it, for a table large enough to take the huge-page path
+ * (and its small pages after the huge ones). */
+Test(write, large_table_read_in_place_equals_the_parsed_one)
+{
+	enum { N = 30011, NAME = 6 };
+	uint32_t table_offset = 16, names_at = table_offset + N * RES_ENTRY_SIZE;
+	GByteArray *a = g_byte_array_new();
+	struct res_error err = { 0 };
+	struct res_table t, u;
+	int fd;
+
+	h_put_header(a, RES_MAGIC, N, table_offset, N * NAME);
+	for (uint32_t i = 0; i < N; i++) {
+		char name[NAME + 1];
+
+		h_put_entry(a, table_offset, i, i % 5 ? (int32_t)((i * 7919u) % N) : -1,
+			    i * 3u + 1, 0x01000000u + i * 16u, 0x3B9ACA00u + i, NAME, i * NAME);
+		snprintf(name, sizeof name, "n%05u", i % 100000);
+		h_put(a, names_at + (size_t)i * NAME, name, NAME);
+	}
+	fd = h_memfd(a->data, a->len);
+	cr_assert_eq(res_table_read(&(struct res_window){ fd, 0, a->len }, &t, &err), 0, "%s", err.msg);
+	parse_ok(a, &u);
+	cr_assert_eq(t.hdr.count, N);
+	cr_assert_eq(memcmp(t.entries, u.entries, sizeof *t.entries * N), 0);
+	cr_assert_eq(memcmp(t.names, u.names, t.hdr.names_len), 0);
+	for (uint32_t i = 0; i < N; i += 997) {
+		cr_assert_eq(t.entries[i].next, i % 5 ? (int32_t)((i * 7919u) % N) : -1);
+		cr_assert_eq(t.entries[i].length, i * 3u + 1);
+		cr_assert_eq(t.entries[i].offset, 0x01000000u + i * 16u);
+		cr_assert_eq(t.entries[i].mtime, 0x3B9ACA00u + i);
+		cr_assert_eq(t.entries[i].name_len, NAME);
+		cr_assert_eq(t.entries[i].name_off, i * NAME);
+	}
+	res_table_free(&t);
+	res_table_free(&u);
+	close(fd);
 	g_byte_array_unref(a);
 }
