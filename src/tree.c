@@ -801,6 +801,29 @@ static int next_component(const struct res_table *tab, const struct member *m, G
 	return stop == end;
 }
 
+/* Whether member m lies in the folder last, the component met before it:
+ * its next component is last, byte for byte, and more follows.  Sets
+ * next_at as next_component() would.  Names come sorted, so members of
+ * one folder mostly follow each other, and this spares them the scan. */
+static int in_last_folder(const struct res_table *tab, const struct member *m, const char *last,
+			  size_t last_len, uint32_t *next_at)
+{
+	const struct res_entry *e = &tab->entries[m->entry];
+	const char *p = tab->names + m->at, *end = tab->names + e->name_off + e->name_len, *q;
+
+	if ((size_t)(end - p) <= last_len || p[last_len] != '\\')
+		return 0;
+	for (size_t i = 0; i < last_len; i++)
+		if (p[i] != last[i])
+			return 0;
+	for (q = p + last_len; q < end && *q == '\\'; q++)
+		;
+	if (q == end)
+		return 0; /* "last\" names a file */
+	*next_at = (uint32_t)(p + last_len - tab->names);
+	return 1;
+}
+
 static struct pending_dir *new_vdir(struct tree_node *c, struct archive_table *at, struct tree_node *archive)
 {
 	struct pending_dir *p = g_new0(struct pending_dir, 1);
@@ -884,6 +907,12 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		struct pending_dir *p = NULL;
 		struct tree_node *c;
 
+		if (last_p && in_last_folder(tab, &m[k], last, last_len, &next_at)) {
+			m[k].at = next_at;
+			dest[k] = last_p;
+			last_p->len++;
+			continue;
+		}
 		if (next_component(tab, &m[k], scratch, &comp, &len, &next_at)) {
 			c = add_child(t, d, dir, comp, len, m[k].entry, what);
 			fill_entry(c, archive, tab, m[k].entry);
@@ -892,12 +921,6 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			continue;
 		}
 		m[k].at = next_at;
-		/* names come sorted: members of one folder mostly follow each other */
-		if (last_p && len == last_len && memcmp(comp, last, len) == 0) {
-			dest[k] = last_p;
-			last_p->len++;
-			continue;
-		}
 		c = dir_find_len(d, comp, len, name_hash_len(comp, len));
 		if (c && c->kind == NODE_VDIR) {
 			p = c->pending;
