@@ -79,7 +79,7 @@ int res_header_decode(const unsigned char *buf, uint64_t archive_len,
 
 /* Decodes entry i of the raw table at buf into out[i].  All fields are
  * read before out[i] is written, which may overlap buf (res_table_read). */
-static void decode_entry(const unsigned char *buf, uint32_t i, struct res_entry *out)
+static inline void decode_entry(const unsigned char *buf, uint32_t i, struct res_entry *out)
 {
 	const unsigned char *p = buf + (size_t)i * RES_ENTRY_SIZE;
 	int32_t next = (int32_t)get_u32(p);
@@ -88,12 +88,12 @@ static void decode_entry(const unsigned char *buf, uint32_t i, struct res_entry 
 	uint32_t name_off = get_u32(p + 18);
 	struct res_entry *e = &out[i];
 
-	memset(e, 0, sizeof *e); /* the padding too: tables compare with memcmp */
 	e->next = next;
 	e->length = length;
 	e->offset = offset;
 	e->mtime = mtime;
 	e->name_len = name_len;
+	e->zero = 0;
 	e->name_off = name_off;
 }
 
@@ -107,7 +107,7 @@ static int table_alloc(const struct res_header *h, struct res_table *t, struct r
 {
 	memset(t, 0, sizeof *t);
 	t->hdr = *h;
-	t->entries = bigmem_alloc(h->count ? h->count : 1, sizeof *t->entries); /* zeroed padding: tables compare with memcmp */
+	t->entries = bigmem_alloc(h->count ? h->count : 1, sizeof *t->entries);
 	t->names = bigmem_alloc(h->names_len ? h->names_len : 1, 1);
 	if (!t->entries || !t->names) {
 		res_table_free(t);
@@ -169,7 +169,7 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 	struct res_header h;
 	int rc;
 
-	_Static_assert(sizeof(struct res_entry) >= RES_ENTRY_SIZE, "decoding in place needs room");
+	_Static_assert(sizeof(struct res_entry) == 24, "no hidden padding, and room to decode in place");
 	memset(t, 0, sizeof *t);
 	if (w->len < RES_HEADER_SIZE)
 		return fail(err, EINVAL, 0, "truncated header: %llu bytes, need 16",
@@ -199,18 +199,6 @@ void res_table_free(struct res_table *t)
 	bigmem_free(t->names);
 	t->entries = NULL;
 	t->names = NULL;
-}
-
-unsigned res_entry_faults(const struct res_table *t, uint32_t i, uint64_t archive_len)
-{
-	const struct res_entry *e = &t->entries[i];
-	unsigned faults = 0;
-
-	if ((uint64_t)e->name_off + e->name_len > t->hdr.names_len)
-		faults |= RES_FAULT_NAME;
-	if ((uint64_t)e->offset + e->length > archive_len)
-		faults |= RES_FAULT_DATA;
-	return faults;
 }
 
 static int lower_ascii(int c)

@@ -30,6 +30,7 @@ struct res_entry {
 	uint32_t offset;    /* from the start of the archive */
 	uint32_t mtime;
 	uint16_t name_len;
+	uint16_t zero;      /* no hidden padding: decoded tables compare with memcmp */
 	uint32_t name_off;  /* into the name block */
 };
 
@@ -73,7 +74,19 @@ int res_table_read(const struct res_window *w, struct res_table *t,
 
 void res_table_free(struct res_table *t);
 
-unsigned res_entry_faults(const struct res_table *t, uint32_t i, uint64_t archive_len);
+/* RES_FAULT_* of entry i; inline, as a directory build asks it of every
+ * entry. */
+static inline unsigned res_entry_faults(const struct res_table *t, uint32_t i, uint64_t archive_len)
+{
+	const struct res_entry *e = &t->entries[i];
+	unsigned faults = 0;
+
+	if ((uint64_t)e->name_off + e->name_len > t->hdr.names_len)
+		faults |= RES_FAULT_NAME;
+	if ((uint64_t)e->offset + e->length > archive_len)
+		faults |= RES_FAULT_DATA;
+	return faults;
+}
 
 static inline const char *res_entry_name(const struct res_table *t, uint32_t i)
 {
