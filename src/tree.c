@@ -877,12 +877,15 @@ static int hand_out_members(GPtrArray *made, struct pending_dir *const *dest,
 
 /* Builds one directory of an archive from the entries below it, in table
  * order; backslash sub-directories collect their members and load later.
- * m is the caller's and is overwritten.  NULL when out of memory. */
+ * m is the caller's and is overwritten; so is dest, room for n pointers,
+ * if the caller has it (NULL: the build allocates it).  NULL when out of
+ * memory. */
 static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, struct tree_node *archive,
-				  struct tree_node *dir, struct member *m, uint32_t n)
+				  struct tree_node *dir, struct member *m, uint32_t n,
+				  struct pending_dir **callers_dest)
 {
 	const struct res_table *tab = &at->tab;
-	struct pending_dir **dest = bigmem_alloc_brief(n ? n : 1, sizeof *dest);
+	struct pending_dir **dest = callers_dest ? callers_dest : bigmem_alloc_brief(n ? n : 1, sizeof *dest);
 	struct tree_dir *d;
 	GPtrArray *made;                    /* the backslash directories met */
 	GHashTable *renamed = NULL; /* lowered component -> pending_dir of a renamed directory */
@@ -965,7 +968,8 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 	g_ptr_array_free(made, TRUE);
 	g_string_free(scratch, TRUE);
 	g_string_free(last_copy, TRUE);
-	bigmem_free(dest);
+	if (!callers_dest)
+		bigmem_free(dest);
 	g_free(what);
 	if (d) {
 		add_views(t, d, dir);
@@ -986,7 +990,7 @@ static int load_vdir(struct tree *t, struct tree_node *v, struct tree_dir **out)
 {
 	struct pending_dir *p = v->pending;
 
-	*out = build_dir(t, p->at, p->archive, v, p->members, p->len);
+	*out = build_dir(t, p->at, p->archive, v, p->members, p->len, NULL);
 	if (!*out)
 		return -ENOMEM;
 	v->pending = NULL;
@@ -1008,6 +1012,7 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 	}
 	struct res_error err = { 0 };
 	struct archive_table *at = g_new0(struct archive_table, 1);
+	struct pending_dir **dest;
 	struct member *members;
 	uint32_t n = 0;
 	char *what = tree_path(a);
@@ -1023,8 +1028,11 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 		return -(err.code == ENOMEM ? ENOMEM : EIO);
 	}
 	at->refs = 1; /* held while the top directory is built */
-	members = bigmem_alloc_brief(at->tab.hdr.count ? at->tab.hdr.count : 1, sizeof *members);
-	if (!members) {
+	/* the build's scratch in one block: a 100 000-entry table then needs
+	 * one fresh huge page for it rather than two */
+	dest = bigmem_alloc_brief(at->tab.hdr.count ? at->tab.hdr.count : 1, sizeof *dest + sizeof *members);
+	members = dest ? (struct member *)(dest + at->tab.hdr.count) : NULL;
+	if (!dest) {
 		g_free(what);
 		archive_table_unref(at);
 		return -ENOMEM;
@@ -1038,8 +1046,8 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 		else
 			members[n++] = (struct member){ i, e->name_off };
 	}
-	*out = build_dir(t, at, a, a, members, n);
-	bigmem_free(members);
+	*out = build_dir(t, at, a, a, members, n, dest);
+	bigmem_free(dest);
 	if (!*out) {
 		archive_table_unref(at);
 		g_free(what);
