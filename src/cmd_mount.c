@@ -198,7 +198,7 @@ static void set_load_delay(struct fs *fs)
 /* The kernel's first lookup needs the top directory, which for a large
  * archive takes milliseconds to build: the main thread builds it while the
  * first requests (INIT) are answered, rather than after the lookup came
- * (with -s, before the loop). */
+ * (with -s, before the loop).  Then it warms up the crash report. */
 static void build_top(void *ctx)
 {
 	struct fs *fs = ctx;
@@ -207,6 +207,7 @@ static void build_top(void *ctx)
 	tree_read_lock(fs->tree);
 	tree_children(fs->tree, tree_root(fs->tree), &top); /* its errors are the lookup's */
 	tree_read_unlock(fs->tree);
+	crash_report_warm_up();
 }
 
 /* As many as libfuse's own multi-threaded loop starts at most. */
@@ -394,7 +395,6 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		goto out;
 	/* absolute: the daemon runs from /, and unmounts itself when killed */
 	mnt_abs = realpath(m->mnt, NULL);
-	crash_report_settle(); /* not root: libfuse forks to run fusermount3 */
 	if (fuse_session_mount(se, mnt_abs ? mnt_abs : m->mnt) < 0) {
 		fuse_remove_signal_handlers(se);
 		goto out;

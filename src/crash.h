@@ -4,12 +4,12 @@
 #ifndef EIFS_CRASH_H
 #define EIFS_CRASH_H
 
-/* Installs the handlers (not under a sanitizer, which reports better). */
+/* Installs the handlers (not under a sanitizer, which reports better).
+ * Until crash_report_warm_up, a report follows eifs' frame pointers only. */
 void crash_report_install(void);
 
-/* Waits until the backtrace's library is loaded (a thread started by
- * crash_report_install loads it): before a fork, whose child must not find
- * the loader half-way through. */
-void crash_report_settle(void);
+/* Makes later reports unwind through the libraries too (loads libgcc):
+ * a millisecond or two, best spent once the mount serves. */
+void crash_report_warm_up(void);
 
 #endif
