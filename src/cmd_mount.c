@@ -198,7 +198,8 @@ static void set_load_delay(struct fs *fs)
 /* The kernel's first lookup needs the top directory, which for a large
  * archive takes milliseconds to build: the main thread builds it while the
  * first requests (INIT) are answered, rather than after the lookup came
- * (with -s, before the loop).  Then it warms up the crash report. */
+ * (with -s, before the loop).  Then it warms up the crash report, which
+ * with -s also comes before the first answer. */
 static void build_top(void *ctx)
 {
 	struct fs *fs = ctx;

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "crash.h"
 
+#include <errno.h>
 #include <execinfo.h>
 #include <signal.h>
 #include <stdint.h>
@@ -32,6 +33,7 @@ static int warmed;
 enum {
 	MAX_FRAMES = 48,
 	MAX_FRAME_BYTES = 1 << 20, /* a larger step between frames is not a frame */
+	SCAN_BYTES = 16 << 10,     /* how far up the stack a search goes */
 };
 
 static void put(const char *s)
@@ -41,13 +43,26 @@ static void put(const char *s)
 	(void)rc;
 }
 
-/* Reads a word of this process's memory, or fails where there is none: a
- * frame pointer may point anywhere once it left eifs' own code. */
+/* Set when the kernel refuses this process the reading of its own memory
+ * (a seccomp filter): the report then says why it has no frames. */
+static int reads_denied;
+
+/* Reads len bytes of this process's memory, or fails where there are none:
+ * a frame pointer may point anywhere once it left eifs' own code. */
+static int read_bytes(uintptr_t addr, void *out, size_t len)
+{
+	struct iovec here = { out, len }, there = { (void *)addr, len };
+
+	if (process_vm_readv(getpid(), &here, 1, &there, 1, 0) == (ssize_t)len)
+		return 0;
+	if (errno == ENOSYS || errno == EPERM)
+		reads_denied = 1;
+	return -1;
+}
+
 static int read_word(uintptr_t addr, uintptr_t *out)
 {
-	struct iovec here = { out, sizeof *out }, there = { (void *)addr, sizeof *out };
-
-	return process_vm_readv(getpid(), &here, 1, &there, 1, 0) == (ssize_t)sizeof *out ? 0 : -1;
+	return read_bytes(addr, out, sizeof *out);
 }
 
 /* The pc, stack pointer and frame pointer the signal interrupted, where
@@ -83,61 +98,149 @@ static int in_eifs(uintptr_t addr)
 	return addr >= (uintptr_t)__executable_start && addr < (uintptr_t)etext;
 }
 
+/* A saved return address without what is not address in it (aarch64's
+ * pointer authentication code). */
+static uintptr_t code_address(uintptr_t a)
+{
+#if defined(__aarch64__)
+	return a & ((UINTPTR_C(1) << 48) - 1);
+#else
+	return a;
+#endif
+}
+
+/* Whether addr follows a call instruction of eifs: a return address, not
+ * some other pointer into eifs' code that a register or a local held. */
+static int returns_into_eifs(uintptr_t addr)
+{
+	unsigned char b[8];
+
+	if (!in_eifs(addr) || addr - sizeof b < (uintptr_t)__executable_start
+	    || read_bytes(addr - sizeof b, b, sizeof b) < 0)
+		return 0;
+#if defined(__x86_64__)
+	if (b[3] == 0xE8)
+		return 1; /* call rel32 */
+	for (int k = 2; k <= 7; k++) /* call r/m64: FF /2 and its operand */
+		if (b[8 - k] == 0xFF && ((b[9 - k] >> 3) & 7) == 2)
+			return 1;
+	return 0;
+#elif defined(__aarch64__)
+	uint32_t insn;
+
+	memcpy(&insn, b + 4, sizeof insn);
+	return (insn & 0xFC000000u) == 0x94000000u /* bl */ || (insn & 0xFFFFFC1Fu) == 0xD63F0000u /* blr */;
+#else
+	return 1;
+#endif
+}
+
 /* A frame record at fp: the caller's frame pointer, further up the stack,
  * and a return address beside it. */
 static int frame_at(uintptr_t fp, uintptr_t *next, uintptr_t *ret)
 {
-	return fp % sizeof fp == 0 && read_word(fp, next) == 0 && read_word(fp + sizeof fp, ret) == 0
-	       && *ret && *next > fp && *next - fp <= MAX_FRAME_BYTES;
+	if (fp % sizeof fp || read_word(fp, next) < 0 || read_word(fp + sizeof fp, ret) < 0)
+		return 0;
+	*ret = code_address(*ret);
+	return *ret && *next > fp && *next - fp <= MAX_FRAME_BYTES;
 }
 
-/* Appends the return addresses up the chain of frame records from fp;
- * returns whether one of them lies in eifs. */
-static int follow_chain(uintptr_t fp, void **frames, int *n, int max)
+/* Appends the return addresses up the chain of frame records from fp. */
+static void follow_chain(uintptr_t fp, void **frames, int *n, int max)
 {
 	uintptr_t next, ret;
-	int reached = 0;
 
 	while (*n < max && frame_at(fp, &next, &ret)) {
 		frames[(*n)++] = (void *)ret;
-		reached |= in_eifs(ret);
 		fp = next;
 	}
-	return reached;
 }
 
-/* Where the stack holds a frame record that returns into eifs: a library
- * built without frame pointers (a wait in libc, say) may use the register
- * for other things, but it saved eifs' frame pointer on the stack. */
-static uintptr_t find_eifs_frame(uintptr_t sp)
+/* The first stack slot from `from` up that holds a return address into
+ * eifs (with the address in *ret), or 0. */
+static uintptr_t find_return_into_eifs(uintptr_t from, uintptr_t *ret)
 {
-	enum { SCAN_BYTES = 16 << 10 };
-	uintptr_t v, next, ret;
+	for (uintptr_t at = from; at - from < SCAN_BYTES; at += sizeof at)
+		if (read_word(at, ret) == 0 && returns_into_eifs(code_address(*ret))) {
+			*ret = code_address(*ret);
+			return at;
+		}
+	return 0;
+}
 
-	for (uintptr_t at = sp; at < sp + SCAN_BYTES; at += sizeof at)
-		if (read_word(at, &v) == 0 && v > at && v - at <= MAX_FRAME_BYTES && frame_at(v, &next, &ret)
-		    && in_eifs(ret))
-			return v;
+/* The first frame record from `from` up whose return address is into
+ * eifs, or 0. */
+static uintptr_t find_frame_record(uintptr_t from)
+{
+	uintptr_t next, ret;
+
+	for (uintptr_t at = from; at - from < SCAN_BYTES; at += sizeof at)
+		if (frame_at(at, &next, &ret) && returns_into_eifs(ret))
+			return at;
 	return 0;
 }
 
 /* Until backtrace() is warmed up: the return addresses up the chain of
- * frame pointers (eifs is built with them), from the interrupted pc.
- * Where the chain does not reach eifs' code, the stack is searched for a
- * frame record of eifs to go on from. */
+ * frame pointers (eifs is built with them), from the interrupted pc.  In
+ * a library, which may use the frame pointer for other things, the report
+ * goes on from the call into it that eifs made (the innermost return
+ * address into eifs on the stack) and the first frame record above it. */
 static int walk_frames(const void *context, void **frames, int max)
 {
-	uintptr_t pc, sp, fp;
+	uintptr_t pc, sp, fp, at, ret, next;
 	int n = 0;
 
 	if (interrupted_at(context, &pc, &sp, &fp) < 0)
 		return 0;
 	frames[n++] = (void *)pc;
-	if (!follow_chain(fp, frames, &n, max) && !in_eifs(pc) && (fp = find_eifs_frame(sp)) != 0) {
-		n = 1; /* what the broken chain gave is not to be trusted */
-		follow_chain(fp, frames, &n, max);
+	if (!in_eifs(pc)) {
+		at = find_return_into_eifs(sp, &ret);
+		if (!at)
+			return n;
+		frames[n++] = (void *)ret;
+		/* a library function that keeps the register as it found it
+		 * (memcpy, say) leaves it pointing at eifs' frame record */
+		if (!(fp > at && fp - at <= MAX_FRAME_BYTES && frame_at(fp, &next, &ret)))
+			fp = find_frame_record(at + sizeof at);
+	} else if (fp < sp || fp - sp > MAX_FRAME_BYTES) {
+		return n; /* not a pointer into this stack */
 	}
+	follow_chain(fp, frames, &n, max);
 	return n;
+}
+
+static void put_hex(uintptr_t v)
+{
+	char b[2 + 2 * sizeof v + 1];
+	size_t i = sizeof b - 1;
+
+	b[i] = '\0';
+	do
+		b[--i] = "0123456789abcdef"[v & 15];
+	while (v >>= 4);
+	b[--i] = 'x';
+	b[--i] = '0';
+	put(b + i);
+}
+
+/* The frames as backtrace_symbols_fd() shows eifs' own, without its
+ * lookup of the library names, which takes the loader's lock. */
+static void put_frames(void *const *frames, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)frames[i];
+
+		if (in_eifs(a)) {
+			put("eifs(+");
+			put_hex(a - (uintptr_t)__executable_start);
+			put(")");
+		}
+		put("[");
+		put_hex(a);
+		put("]\n");
+	}
+	if (reads_denied)
+		put("(no more frames: this process may not read its own stack, process_vm_readv)\n");
 }
 
 /* Only async-signal-safe calls, but for the syslog line: the process is
@@ -145,15 +248,18 @@ static int walk_frames(const void *context, void **frames, int max)
 static void on_fatal(int sig, siginfo_t *info, void *context)
 {
 	void *frames[MAX_FRAMES];
-	int n = __atomic_load_n(&warmed, __ATOMIC_ACQUIRE) ? backtrace(frames, MAX_FRAMES)
-							     : walk_frames(context, frames, MAX_FRAMES);
 	const char *name = sigabbrev_np(sig);
 
 	(void)info;
+	/* first: a seccomp filter may kill the process at the reading of the
+	 * stack */
 	put("eifs: fatal signal SIG");
 	put(name ? name : "?");
 	put("; the mount is gone.  Backtrace (addr2line -e eifs OFFSET):\n");
-	backtrace_symbols_fd(frames, n, STDERR_FILENO);
+	if (__atomic_load_n(&warmed, __ATOMIC_ACQUIRE))
+		backtrace_symbols_fd(frames, backtrace(frames, MAX_FRAMES), STDERR_FILENO);
+	else
+		put_frames(frames, walk_frames(context, frames, MAX_FRAMES));
 	if (log_to_syslog_active())
 		syslog(LOG_CRIT, "fatal signal SIG%s; the mount is gone", name ? name : "?");
 	signal(sig, SIG_DFL);
@@ -164,8 +270,9 @@ void crash_report_warm_up(void)
 {
 	void *frame[1];
 
-	backtrace(frame, 1);
-	__atomic_store_n(&warmed, 1, __ATOMIC_RELEASE);
+	/* glibc does not remember a failed load: the handler would try again */
+	if (backtrace(frame, 1) > 0)
+		__atomic_store_n(&warmed, 1, __ATOMIC_RELEASE);
 }
 
 void crash_report_install(void)

@@ -134,6 +134,8 @@ else
 	check "a fault while the table is read ends the daemon by its signal" [ $rc -eq 139 ]
 	check "and its report has eifs' frames" \
 		eval '[ "$(grep -c "eifs(.*)\[0x" "$WORK/crash.err")" -ge 2 ]'
+	check "from the walk of frame pointers (no library names: the loader is not asked)" \
+		eval '! grep -q "\.so" "$WORK/crash.err"'
 	check "the dead mount can be unmounted" do_umount "$M"
 fi
 
