@@ -897,7 +897,10 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 
 	if (!dest)
 		return NULL;
-	d = dir_new(t, n < 256 ? n : 256);
+	/* room for every member at once where that is little: most members
+	 * of a backslash directory are its files, and each growth copies
+	 * the children and hashes them again (fresh pages, at that) */
+	d = dir_new(t, n <= 4096 ? n : 256);
 	made = g_ptr_array_new();
 	scratch = g_string_new(NULL);
 	last_copy = g_string_new(NULL);
