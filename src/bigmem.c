@@ -2,6 +2,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 enum {
@@ -10,6 +11,7 @@ enum {
 #define PAGE ((size_t)4096)
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_FROM ((size_t)256 << 10) /* smaller blocks are not worth a huge page */
+#define PAGES_FROM ((size_t)32 << 10)  /* smaller blocks come from malloc */
 
 struct bigmem_header {
 	size_t mapped;             /* bytes mapped; 0 when from calloc */
@@ -44,18 +46,20 @@ static void populate(char *start, size_t len)
 #endif
 }
 
-/* Maps want bytes at a huge-page boundary and asks for huge pages for the
- * first huge bytes: the kernel backs only whole, aligned huge pages. */
+/* Maps want bytes, at a huge-page boundary when huge is not 0, and asks
+ * for huge pages for the first huge bytes: the kernel backs only whole,
+ * aligned huge pages. */
 static void *from_mmap(size_t want, size_t huge)
 {
-	char *raw = mmap(NULL, want + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t slack = huge ? HUGE_PAGE : 0;
+	char *raw = mmap(NULL, want + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *start, *end;
 	struct bigmem_header *h;
 
 	if (raw == MAP_FAILED)
 		return NULL;
-	start = (char *)round_up((uintptr_t)raw, HUGE_PAGE);
-	end = raw + want + HUGE_PAGE;
+	start = huge ? (char *)round_up((uintptr_t)raw, HUGE_PAGE) : raw;
+	end = raw + want + slack;
 	if (start > raw)
 		munmap(raw, (size_t)(start - raw));
 	if (end > start + want)
@@ -87,8 +91,10 @@ void *bigmem_alloc(size_t nmemb, size_t size)
 	tail = HEADER + n - whole;
 	if (tail >= HUGE_PAGE / 2)
 		whole += HUGE_PAGE; /* half used or more: worth its huge page */
-	if (n < HUGE_FROM || whole == 0)
+	if (n < PAGES_FROM)
 		return from_calloc(n);
+	if (n < HUGE_FROM || whole == 0)
+		return from_mmap(round_up(HEADER + n, PAGE), 0);
 	return from_mmap(whole > HEADER + n ? whole : round_up(HEADER + n, PAGE), whole);
 }
 
@@ -98,8 +104,10 @@ void *bigmem_alloc_brief(size_t nmemb, size_t size)
 
 	if (size_of(nmemb, size, &n) < 0)
 		return NULL;
-	if (n < HUGE_FROM)
+	if (n < PAGES_FROM)
 		return from_calloc(n);
+	if (n < HUGE_FROM)
+		return from_mmap(round_up(HEADER + n, PAGE), 0);
 	whole = round_up(HEADER + n, HUGE_PAGE);
 	return from_mmap(whole, whole);
 }
@@ -115,4 +123,18 @@ void bigmem_free(void *p)
 		munmap(h, h->mapped);
 	else
 		free(h);
+}
+
+void *bigmem_realloc(void *p, size_t old_nmemb, size_t nmemb, size_t size)
+{
+	void *q;
+
+	if (!p)
+		return bigmem_alloc(nmemb, size);
+	q = bigmem_alloc(nmemb, size);
+	if (!q)
+		return NULL;
+	memcpy(q, p, (old_nmemb < nmemb ? old_nmemb : nmemb) * size);
+	bigmem_free(p);
+	return q;
 }

@@ -10,9 +10,10 @@
 
 /* Zeroed room for nmemb items of size bytes, or NULL (also when the size
  * overflows).  A huge page is used only where at least half of it is the
- * caller's: a block kept for long wastes at most as much as it holds.  The
- * small pages past the huge ones are faulted in at once, as the caller
- * fills the block right away. */
+ * caller's: a block kept for long wastes at most as much as it holds.
+ * Small pages (of blocks from 32 KiB, and past the huge ones) are faulted
+ * in at once, as the caller fills the block right away; smaller blocks
+ * come from malloc. */
 void *bigmem_alloc(size_t nmemb, size_t size);
 
 /* The same for a block freed soon after (a directory build's scratch,
@@ -20,7 +21,12 @@ void *bigmem_alloc(size_t nmemb, size_t size);
  * whatever that wastes. */
 void *bigmem_alloc_brief(size_t nmemb, size_t size);
 
-/* Frees a block of either; NULL is ignored. */
+/* A block of bigmem_alloc (or NULL) with room for nmemb items instead of
+ * old_nmemb: the first items kept, any new ones zeroed.  NULL when out of
+ * memory, and p is then left as it was. */
+void *bigmem_realloc(void *p, size_t old_nmemb, size_t nmemb, size_t size);
+
+/* Frees a block of any of them; NULL is ignored. */
 void bigmem_free(void *p);
 
 #endif

@@ -11,7 +11,7 @@
 
 Test(bigmem, blocks_of_every_size_are_zeroed_aligned_and_whole)
 {
-	static const size_t sizes[] = { 0, 1, 4095, 256 << 10, (256 << 10) + 1, (1 << 20) + 5, 2 << 20,
+	static const size_t sizes[] = { 0, 1, 4095, (32 << 10) - 1, 32 << 10, (100 << 10) + 7, 256 << 10, (256 << 10) + 1, (1 << 20) + 5, 2 << 20,
 					(2 << 20) + (300 << 10), (5 << 20) + 3, 3 << 20 };
 
 	for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
@@ -46,6 +46,30 @@ Test(bigmem, arrays_of_items)
 	bigmem_free(b);
 }
 
+/* Growing and shrinking across the sizes that come from malloc, from
+ * small pages and from huge ones keeps the items and zeroes new room. */
+Test(bigmem, realloc_keeps_the_items_and_zeroes_the_rest)
+{
+	static const size_t counts[] = { 1, 1000, 5000, 40000, 300000, 700, 3 };
+	uint32_t *a = NULL;
+	size_t have = 0;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(counts); i++) {
+		size_t n = counts[i], kept = have < n ? have : n;
+
+		a = bigmem_realloc(a, have, n, sizeof *a);
+		cr_assert_not_null(a, "%zu items", n);
+		for (size_t k = 0; k < kept; k++)
+			cr_assert_eq(a[k], k * 7 + 1, "%zu -> %zu items: item %zu kept", have, n, k);
+		for (size_t k = kept; k < n; k++)
+			cr_assert_eq(a[k], 0, "%zu -> %zu items: item %zu zeroed", have, n, k);
+		for (size_t k = 0; k < n; k++)
+			a[k] = (uint32_t)(k * 7 + 1);
+		have = n;
+	}
+	bigmem_free(a);
+}
+
 Test(bigmem, sizes_that_overflow_fail)
 {
 	cr_assert_null(bigmem_alloc(SIZE_MAX, 1));
@@ -53,6 +77,7 @@ Test(bigmem, sizes_that_overflow_fail)
 	cr_assert_null(bigmem_alloc(SIZE_MAX / 8 + 1, 16), "the product wraps");
 	cr_assert_null(bigmem_alloc_brief((SIZE_MAX >> 4) + 1, 24), "the product wraps");
 	cr_assert_null(bigmem_alloc_brief(SIZE_MAX, SIZE_MAX));
+	cr_assert_null(bigmem_realloc(NULL, 0, SIZE_MAX / 8 + 1, 16), "the product wraps");
 }
 
 static void add(void *item, void *ctx)

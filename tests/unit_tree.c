@@ -801,3 +801,31 @@ Test(tree, renamed_directory_members_apart_in_the_table)
 	tree_free(t); /* the renamed one never loaded */
 	g_free(path);
 }
+
+/* In a table not in name order, the members of a directory lie apart;
+ * gathered into one slice per directory, they keep their table order,
+ * which decides which case variant keeps its name.  (An unstable sort of
+ * d e d d in place would give d its entries as 0 3 2.) */
+Test(tree, case_duplicates_in_a_scattered_directory_keep_table_order)
+{
+	static const struct h_file f[] = {
+		{ "d\\x", H_STR("x"), -1, 0 },
+		{ "e\\1", H_STR("1"), -1, 0 },
+		{ "d\\a", H_STR("first"), -1, 0 },
+		{ "D\\A", H_STR("second"), -1, 0 },
+		{ "e\\2", H_STR("2"), -1, 0 },
+	};
+	char *path = put("scattered.res", h_archive(f, 5));
+	struct tree *t = open_tree(path);
+	struct tree_node *d = child(t, tree_root(t), "d"), *e = child(t, tree_root(t), "e");
+
+	expect_contents(t, child(t, d, "a"), "first");
+	cr_assert_str_eq(child(t, d, "a")->name, "a");
+	expect_contents(t, child(t, d, "A~3"), "second");
+	expect_contents(t, child(t, d, "x"), "x");
+	cr_assert_eq(child_count(t, d) - view_count(t, d), 3);
+	expect_contents(t, child(t, e, "1"), "1");
+	expect_contents(t, child(t, e, "2"), "2");
+	tree_free(t);
+	g_free(path);
+}
