@@ -198,8 +198,7 @@ static void set_load_delay(struct fs *fs)
 /* The kernel's first lookup needs the top directory, which for a large
  * archive takes milliseconds to build: the main thread builds it while the
  * first requests (INIT) are answered, rather than after the lookup came
- * (with -s, before the loop).  Then it warms up the crash report, which
- * with -s also comes before the first answer. */
+ * (with -s, before the loop). */
 static void build_top(void *ctx)
 {
 	struct fs *fs = ctx;
@@ -208,6 +207,13 @@ static void build_top(void *ctx)
 	tree_read_lock(fs->tree);
 	tree_children(fs->tree, tree_root(fs->tree), &top); /* its errors are the lookup's */
 	tree_read_unlock(fs->tree);
+}
+
+/* Loading the crash report's library takes a millisecond of CPU that the
+ * first lookups would wait for on two cores: it comes once they are
+ * answered (until then a report walks eifs' frame pointers). */
+static void warm_up_crash_report(void *ctx)
+{
 	crash_report_warm_up();
 }
 
@@ -218,9 +224,10 @@ static int serve(struct fuse_session *se, struct fs *fs, int single_thread)
 {
 	if (single_thread) {
 		build_top(fs);
+		crash_report_warm_up();
 		return fuse_session_loop(se);
 	}
-	return serve_requests(se, MAX_SERVE_THREADS, build_top, fs);
+	return serve_requests(se, MAX_SERVE_THREADS, build_top, warm_up_crash_report, fs);
 }
 
 static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)

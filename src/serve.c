@@ -195,19 +195,30 @@ static void *serve_thread(void *p)
 
 /* Until the session ends; a signal (its handler ends the session)
  * interrupts the wait, and a signal that went to another thread is seen
- * within a second. */
-static void wait_for_end(struct serve_loop *l)
+ * within a second.  later(ctx), if given, runs once the loop has served
+ * for SERVE_LATER_MS. */
+static void wait_for_end(struct serve_loop *l, void (*later)(void *ctx), void *ctx)
 {
 	while (!fuse_session_exited(l->se)) {
 		struct timespec t;
 
 		clock_gettime(CLOCK_REALTIME, &t);
-		t.tv_sec += 1;
-		sem_timedwait(&l->finished, &t);
+		if (later) {
+			t.tv_nsec += SERVE_LATER_MS * 1000000L;
+			t.tv_sec += t.tv_nsec / 1000000000L;
+			t.tv_nsec %= 1000000000L;
+		} else {
+			t.tv_sec += 1;
+		}
+		if (sem_timedwait(&l->finished, &t) < 0 && errno == ETIMEDOUT && later) {
+			later(ctx);
+			later = NULL;
+		}
 	}
 }
 
-int serve_requests(struct fuse_session *se, int max_threads, void (*meanwhile)(void *ctx), void *ctx)
+int serve_requests(struct fuse_session *se, int max_threads, void (*meanwhile)(void *ctx),
+		   void (*later)(void *ctx), void *ctx)
 {
 	struct serve_loop l = { .se = se, .max_threads = max_threads > 0 ? max_threads : 1 };
 	int rc = 0;
@@ -222,7 +233,7 @@ int serve_requests(struct fuse_session *se, int max_threads, void (*meanwhile)(v
 	if (rc == 0 && meanwhile)
 		meanwhile(ctx);
 	if (rc == 0)
-		wait_for_end(&l);
+		wait_for_end(&l, later, ctx);
 	/* the reader may wait in a read nothing will answer now */
 	pthread_mutex_lock(&l.lock);
 	l.ending = 1;

@@ -13,8 +13,13 @@
 /* Serves se until it ends (unmount, signal); at most max_threads threads
  * at once.  The calling thread runs meanwhile(ctx), if given, once the
  * first request can be read: work that the first requests will want.
- * Returns 0, or a negative errno when reading failed. */
-int serve_requests(struct fuse_session *se, int max_threads, void (*meanwhile)(void *ctx), void *ctx);
+ * Then later(ctx), if given, once the loop has served for SERVE_LATER_MS
+ * (unless it ended before): work no request waits for, kept off the CPUs
+ * while the first ones are answered.  Returns 0, or a negative errno when
+ * reading failed. */
+enum { SERVE_LATER_MS = 100 };
+int serve_requests(struct fuse_session *se, int max_threads, void (*meanwhile)(void *ctx),
+		   void (*later)(void *ctx), void *ctx);
 
 /* Called by a request's handler before something that may block or take
  * long: if this thread is the reader, another thread takes over reading.

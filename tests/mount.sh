@@ -115,7 +115,7 @@ else
 	fg=$!
 	for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
 	ls "$M/texts.res" >/dev/null
-	sleep 1 # the backtrace's library is loaded once the top directory is built
+	sleep 1 # the backtrace's library is loaded 0.1 s after the mount serves
 	kill -SEGV $fg; wait $fg; rc=$?
 	check "a fault ends the daemon by its own signal (exit 139)" [ $rc -eq 139 ]
 	check "the crash report names the signal" grep -q 'fatal signal SIGSEGV; the mount is gone' "$WORK/crash.err"
