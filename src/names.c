@@ -92,9 +92,10 @@ int names_has_ext(const char *name, const char *ext)
 int names_is_archive_ext(const char *name)
 {
 	static const char *const exts[] = { "res", "mod", "anm", "bon", "mpr", "mq" };
+	const char *dot = strrchr(name, '.');
 
-	for (size_t i = 0; i < G_N_ELEMENTS(exts); i++)
-		if (names_has_ext(name, exts[i]))
+	for (size_t i = 0; dot && i < G_N_ELEMENTS(exts); i++)
+		if (g_ascii_strcasecmp(dot + 1, exts[i]) == 0)
 			return 1;
 	return 0;
 }

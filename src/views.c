@@ -145,6 +145,7 @@ struct view_type {
 	const char *label;
 	const char *ext;       /* source extension, or NULL when claims decides */
 	int (*claims)(struct tree *t, const struct tree_node *src, const struct tree_node *dir);
+	int claims_dotted;     /* claims takes only names with a dot (1) or only names without (0) */
 	int replace_ext;       /* x.mmp -> x.png, rather than x.adb -> x.adb.txt */
 	const char *suffix;
 	text_fn text;          /* a text view, or ... */
@@ -156,23 +157,23 @@ struct view_type {
 };
 
 static const struct view_type types[] = {
-	{ "PNG", "mmp", NULL, 1, ".png", NULL, mmp_png, 76, mmp_png_size0, NULL },
-	{ "INI", "reg", NULL, 1, ".ini", reg_bytes_to_ini, NULL, 0, NULL, ini_reg },
-	{ "JSON Lines", NULL, claims_db, 0, ".jsonl", NULL, db_jsonl, 0, NULL, NULL },
-	{ "ADB text", "adb", NULL, 0, ".txt", adb_to_text, NULL, 0, NULL, NULL },
-	{ "MOB text", "mob", NULL, 0, ".txt", mob_to_text, NULL, 0, NULL, NULL },
-	{ "MOB script", "mob", NULL, 0, ".script.txt", mob_script, NULL, 0, NULL, NULL },
-	{ "LNK text", "lnk", NULL, 0, ".txt", lnk_to_text, NULL, 0, NULL, NULL },
-	{ "LNK text", NULL, claims_lnk_part, 0, ".lnk.txt", lnk_to_text, NULL, 0, NULL, NULL },
-	{ "FIG text", "fig", NULL, 0, ".txt", fig_to_text, NULL, 0, NULL, NULL },
-	{ "FIG text", NULL, claims_fig_part, 0, ".fig.txt", fig_to_text, NULL, 0, NULL, NULL },
-	{ "BON text", "bon", NULL, 0, ".txt", bon_to_text, NULL, 0, NULL, NULL },
-	{ "BON text", NULL, claims_bon_part, 0, ".bon.txt", bon_to_text, NULL, 0, NULL, NULL },
-	{ "ANM text", NULL, claims_anm_track, 0, ".anm.txt", anm_to_text, NULL, 0, NULL, NULL },
-	{ "CAM text", "cam", NULL, 0, ".txt", cam_to_text, NULL, 0, NULL, NULL },
-	{ "MP text", NULL, claims_map_header, 0, ".txt", mp_to_text, NULL, 0, NULL, NULL },
-	{ "SEC text", "sec", NULL, 0, ".txt", sec_to_text, NULL, 0, NULL, NULL },
-	{ "UTF-8 text", NULL, claims_game_text, 0, ".txt", text_to_utf8, NULL, 0, NULL, text_from_utf8 },
+	{ "PNG", "mmp", NULL, 0, 1, ".png", NULL, mmp_png, 76, mmp_png_size0, NULL },
+	{ "INI", "reg", NULL, 0, 1, ".ini", reg_bytes_to_ini, NULL, 0, NULL, ini_reg },
+	{ "JSON Lines", NULL, claims_db, 1, 0, ".jsonl", NULL, db_jsonl, 0, NULL, NULL },
+	{ "ADB text", "adb", NULL, 0, 0, ".txt", adb_to_text, NULL, 0, NULL, NULL },
+	{ "MOB text", "mob", NULL, 0, 0, ".txt", mob_to_text, NULL, 0, NULL, NULL },
+	{ "MOB script", "mob", NULL, 0, 0, ".script.txt", mob_script, NULL, 0, NULL, NULL },
+	{ "LNK text", "lnk", NULL, 0, 0, ".txt", lnk_to_text, NULL, 0, NULL, NULL },
+	{ "LNK text", NULL, claims_lnk_part, 0, 0, ".lnk.txt", lnk_to_text, NULL, 0, NULL, NULL },
+	{ "FIG text", "fig", NULL, 0, 0, ".txt", fig_to_text, NULL, 0, NULL, NULL },
+	{ "FIG text", NULL, claims_fig_part, 0, 0, ".fig.txt", fig_to_text, NULL, 0, NULL, NULL },
+	{ "BON text", "bon", NULL, 0, 0, ".txt", bon_to_text, NULL, 0, NULL, NULL },
+	{ "BON text", NULL, claims_bon_part, 0, 0, ".bon.txt", bon_to_text, NULL, 0, NULL, NULL },
+	{ "ANM text", NULL, claims_anm_track, 0, 0, ".anm.txt", anm_to_text, NULL, 0, NULL, NULL },
+	{ "CAM text", "cam", NULL, 0, 0, ".txt", cam_to_text, NULL, 0, NULL, NULL },
+	{ "MP text", NULL, claims_map_header, 1, 0, ".txt", mp_to_text, NULL, 0, NULL, NULL },
+	{ "SEC text", "sec", NULL, 0, 0, ".txt", sec_to_text, NULL, 0, NULL, NULL },
+	{ "UTF-8 text", NULL, claims_game_text, 0, 0, ".txt", text_to_utf8, NULL, 0, NULL, text_from_utf8 },
 };
 
 int view_is_editable(unsigned type)
@@ -205,14 +206,18 @@ void views_for(struct tree *t, struct tree_node *src, const struct tree_node *di
 	       void (*add)(void *ctx, unsigned type, const char *name), void *ctx)
 {
 	const char *dot = strrchr(src->name, '.');
+	char first = dot ? g_ascii_tolower(dot[1]) : 0;
 
 	if (src->kind != NODE_ENTRY && src->kind != NODE_PLAIN)
 		return;
+	/* a folder of a thousand files asks this a thousand times: the name's
+	 * dot and first letter rule out most types before any compare */
 	for (unsigned i = 0; i < G_N_ELEMENTS(types); i++) {
 		const struct view_type *v = &types[i];
 		GString *name;
 
-		if (v->ext ? !dot || g_ascii_strcasecmp(dot + 1, v->ext) != 0 : !v->claims(t, src, dir))
+		if (v->ext ? !dot || first != v->ext[0] || g_ascii_strcasecmp(dot + 1, v->ext) != 0
+			   : v->claims_dotted != !!dot || !v->claims(t, src, dir))
 			continue;
 		name = g_string_new(src->name);
 		if (v->replace_ext)
