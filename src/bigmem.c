@@ -11,7 +11,18 @@ enum {
 #define PAGE ((size_t)4096)
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_FROM ((size_t)256 << 10) /* smaller blocks are not worth a huge page */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EIFS_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(EIFS_ASAN)
+/* every block from malloc: AddressSanitizer then guards its ends and
+ * reports it when leaked, which it cannot do for mapped pages */
+#define PAGES_FROM SIZE_MAX
+#else
 #define PAGES_FROM ((size_t)32 << 10)  /* smaller blocks come from malloc */
+#endif
 
 struct bigmem_header {
 	size_t mapped;             /* bytes mapped; 0 when from calloc */
@@ -32,10 +43,10 @@ static void *from_calloc(size_t n)
 	return (char *)h + HEADER;
 }
 
-/* The small pages past the huge ones, faulted in by one call rather than
- * one fault each: the caller fills the block right away, and in a virtual
- * machine a fault costs 10-20 microseconds (a 100 000-entry table has a
- * hundred of them).  Kernels before 5.14 lack it: the faults come then. */
+/* Small pages (a block's, or those past its huge ones), faulted in by one
+ * call rather than one fault each: the caller fills the block right away,
+ * and in a virtual machine a fault costs 10-20 microseconds (a 100 000-
+ * entry table has a hundred of them).  Kernels before 5.14 lack it: the faults come then. */
 static void populate(char *start, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE

@@ -27,7 +27,7 @@ static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
  * too, where frame pointers end, but loads libgcc on first use, which
  * must not happen in a signal handler (the loader's or malloc's lock may
  * be held).  Loading it before the mount was ready cost every mount about
- * a millisecond, so it is loaded once the mount serves. */
+ * a millisecond, so it is loaded once the first requests are answered. */
 static int warmed;
 
 enum {
@@ -90,12 +90,16 @@ static int interrupted_at(const void *context, uintptr_t *pc, uintptr_t *sp, uin
 #endif
 }
 
-/* eifs' own code, from the linker */
-extern const char __executable_start[], etext[];
+/* eifs' own code: from the start of the program to the marker linked
+ * after it (code_end.c).  Past the marker lies the code of the libraries
+ * linked statically, built without frame pointers: a fault there is a
+ * fault in a library.  (The linker puts the cold and start-up parts of
+ * every function first, so those of the libraries count as eifs'.) */
+extern const char __executable_start[];
 
 static int in_eifs(uintptr_t addr)
 {
-	return addr >= (uintptr_t)__executable_start && addr < (uintptr_t)etext;
+	return addr >= (uintptr_t)__executable_start && addr < (uintptr_t)&eifs_code_end;
 }
 
 /* A saved return address without what is not address in it (aarch64's

@@ -12,4 +12,7 @@ void crash_report_install(void);
  * a millisecond or two, best spent once the mount serves. */
 void crash_report_warm_up(void);
 
+/* Marks the end of eifs' own code (src/code_end.c); never called. */
+void eifs_code_end(void);
+
 #endif

@@ -195,14 +195,14 @@ static void *serve_thread(void *p)
 
 /* Until the session ends; a signal (its handler ends the session)
  * interrupts the wait, and a signal that went to another thread is seen
- * within a second.  later(ctx), if given, runs once the loop has served
- * for SERVE_LATER_MS. */
+ * within a second.  later(ctx), if given, runs SERVE_LATER_MS after the
+ * wait began. */
 static void wait_for_end(struct serve_loop *l, void (*later)(void *ctx), void *ctx)
 {
 	while (!fuse_session_exited(l->se)) {
 		struct timespec t;
 
-		clock_gettime(CLOCK_REALTIME, &t);
+		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (later) {
 			t.tv_nsec += SERVE_LATER_MS * 1000000L;
 			t.tv_sec += t.tv_nsec / 1000000000L;
@@ -210,7 +210,7 @@ static void wait_for_end(struct serve_loop *l, void (*later)(void *ctx), void *c
 		} else {
 			t.tv_sec += 1;
 		}
-		if (sem_timedwait(&l->finished, &t) < 0 && errno == ETIMEDOUT && later) {
+		if (sem_clockwait(&l->finished, CLOCK_MONOTONIC, &t) < 0 && errno == ETIMEDOUT && later) {
 			later(ctx);
 			later = NULL;
 		}

@@ -13,9 +13,9 @@
 /* Serves se until it ends (unmount, signal); at most max_threads threads
  * at once.  The calling thread runs meanwhile(ctx), if given, once the
  * first request can be read: work that the first requests will want.
- * Then later(ctx), if given, once the loop has served for SERVE_LATER_MS
- * (unless it ended before): work no request waits for, kept off the CPUs
- * while the first ones are answered.  Returns 0, or a negative errno when
+ * Then later(ctx), if given, SERVE_LATER_MS after meanwhile returned
+ * (unless the loop ended before): work no request waits for, kept off the
+ * CPUs while the first ones are answered.  Returns 0, or a negative errno when
  * reading failed. */
 enum { SERVE_LATER_MS = 100 };
 int serve_requests(struct fuse_session *se, int max_threads, void (*meanwhile)(void *ctx),

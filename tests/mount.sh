@@ -139,6 +139,25 @@ else
 	check "the dead mount can be unmounted" do_umount "$M"
 fi
 
+# the walk of frame pointers takes code below the marker src/code_end.c for
+# eifs' own; the libraries linked statically (no frame pointers) lie above
+LIBEIFS=$(dirname "$E")/libeifs.a
+if command -v nm >/dev/null && [ -f "$LIBEIFS" ]; then
+	nm "$E" > "$WORK/eifs.nm"
+	code_end=$(awk '$3 == "eifs_code_end" { print $1 }' "$WORK/eifs.nm")
+	nm --defined-only "$LIBEIFS" | awk '$2 == "T" { print $3 }' | sort -u > "$WORK/own.names"
+	# the highest function of eifs' own and the lowest of GLib and libfuse, if linked in
+	own_max=$(awk 'NR == FNR { own[$1] = 1; next } ($2 == "T" || $2 == "t") && own[$3] { print $1 }' \
+		"$WORK/own.names" "$WORK/eifs.nm" | sort | tail -n1)
+	lib_min=$(awk '$2 == "T" && ($3 ~ /^g_/ || $3 ~ /^fuse_/) { print $1 }' "$WORK/eifs.nm" | sort | head -n1)
+	check "eifs' own functions lie below the code-end marker" \
+		eval '[ -n "$code_end" ] && [ -n "$own_max" ] && [ "$((16#$own_max))" -lt "$((16#$code_end))" ]'
+	check "the statically linked libraries' code lies above it" \
+		eval '[ -z "$lib_min" ] || [ "$((16#$lib_min))" -gt "$((16#$code_end))" ]'
+else
+	echo "code-end marker not checked: nm or $LIBEIFS missing"
+fi
+
 # ---- while archives load, the mount answers the rest ------------------------------
 # EIFS_LOAD_DELAY_MS (a test hook) makes each first read of a folder or an
 # archive 4 s longer.  A thread loading one must leave the reading of

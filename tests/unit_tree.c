@@ -804,8 +804,8 @@ Test(tree, renamed_directory_members_apart_in_the_table)
 
 /* In a table not in name order, the members of a directory lie apart;
  * gathered into one slice per directory, they keep their table order,
- * which decides which case variant keeps its name.  (An unstable sort of
- * d e d d in place would give d its entries as 0 3 2.) */
+ * which decides which case variant keeps its name.  (An unstable sort in
+ * place of the members d e d D e would give d its entries as 0 3 2.) */
 Test(tree, case_duplicates_in_a_scattered_directory_keep_table_order)
 {
 	static const struct h_file f[] = {
