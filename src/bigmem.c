@@ -100,8 +100,11 @@ void *bigmem_alloc(size_t nmemb, size_t size)
 		return NULL;
 	whole = (HEADER + n) & ~(HUGE_PAGE - 1);
 	tail = HEADER + n - whole;
-	if (tail >= HUGE_PAGE / 2)
-		whole += HUGE_PAGE; /* half used or more: worth its huge page */
+	/* worth its huge page: half used or more, or an eighth past whole
+	 * huge ones (the rest of a 100 000-entry table), where faulting in
+	 * the small pages takes longer than clearing a huge one */
+	if (tail >= HUGE_PAGE / 2 || (whole && tail >= HUGE_PAGE / 8))
+		whole += HUGE_PAGE;
 	if (n < PAGES_FROM)
 		return from_calloc(n);
 	if (n < HUGE_FROM || whole == 0)

@@ -10,7 +10,8 @@
 
 /* Zeroed room for nmemb items of size bytes, or NULL (also when the size
  * overflows).  A huge page is used only where at least half of it is the
- * caller's: a block kept for long wastes at most as much as it holds.
+ * caller's, or an eighth past whole huge ones: a block kept for long
+ * wastes at most as much as it holds.
  * Small pages (of blocks from 32 KiB, and past the huge ones) are faulted
  * in at once, as the caller fills the block right away; smaller blocks
  * come from malloc. */
