@@ -45,8 +45,8 @@ static void *from_calloc(size_t n)
 
 /* Small pages (a block's, or those past its huge ones), faulted in by one
  * call rather than one fault each: the caller fills the block right away,
- * and in a virtual machine a fault costs 10-20 microseconds (a 100 000-
- * entry table has a hundred of them).  Kernels before 5.14 lack it: the faults come then. */
+ * and in a virtual machine a fault costs 10-20 microseconds.  Kernels
+ * before 5.14 lack the call: the faults come then. */
 static void populate(char *start, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
