@@ -102,6 +102,16 @@ static int in_eifs(uintptr_t addr)
 	return addr >= (uintptr_t)__executable_start && addr < (uintptr_t)&eifs_code_end;
 }
 
+/* The program's code, the libraries linked into it included (all of
+ * them, the C library too, in a static build): an offset in it is what
+ * addr2line takes. */
+extern const char etext[];
+
+static int in_executable(uintptr_t addr)
+{
+	return addr >= (uintptr_t)__executable_start && addr < (uintptr_t)etext;
+}
+
 /* A saved return address without what is not address in it (aarch64's
  * pointer authentication code). */
 static uintptr_t code_address(uintptr_t a)
@@ -227,14 +237,20 @@ static void put_hex(uintptr_t v)
 	put(b + i);
 }
 
-/* The frames as backtrace_symbols_fd() shows eifs' own, without its
- * lookup of the library names, which takes the loader's lock. */
-static void put_frames(void *const *frames, int n)
+/* The frames in the program as eifs(+OFFSET)[ADDRESS]; the others,
+ * in shared libraries, by backtrace_symbols_fd() once it is warmed up
+ * (it names them, but takes the loader's lock), else as [ADDRESS].  A
+ * static program has no symbols backtrace_symbols_fd() could show. */
+static void put_frames(void *const *frames, int n, int warm)
 {
 	for (int i = 0; i < n; i++) {
 		uintptr_t a = (uintptr_t)frames[i];
 
-		if (in_eifs(a)) {
+		if (!in_executable(a) && warm) {
+			backtrace_symbols_fd((void *const *)&frames[i], 1, STDERR_FILENO);
+			continue;
+		}
+		if (in_executable(a)) {
 			put("eifs(+");
 			put_hex(a - (uintptr_t)__executable_start);
 			put(")");
@@ -261,9 +277,9 @@ static void on_fatal(int sig, siginfo_t *info, void *context)
 	put(name ? name : "?");
 	put("; the mount is gone.  Backtrace (addr2line -e eifs OFFSET):\n");
 	if (__atomic_load_n(&warmed, __ATOMIC_ACQUIRE))
-		backtrace_symbols_fd(frames, backtrace(frames, MAX_FRAMES), STDERR_FILENO);
+		put_frames(frames, backtrace(frames, MAX_FRAMES), 1);
 	else
-		put_frames(frames, walk_frames(context, frames, MAX_FRAMES));
+		put_frames(frames, walk_frames(context, frames, MAX_FRAMES), 0);
 	if (log_to_syslog_active())
 		syslog(LOG_CRIT, "fatal signal SIG%s; the mount is gone", name ? name : "?");
 	signal(sig, SIG_DFL);
