@@ -103,16 +103,18 @@ static void decode_entries(const unsigned char *buf, uint32_t n, struct res_entr
 		decode_entry(buf, i, out);
 }
 
+/* The decoded entries and the name block after them, in one block: one
+ * allocation, and a 100 000-entry table fits two huge pages, not three. */
 static int table_alloc(const struct res_header *h, struct res_table *t, struct res_error *err)
 {
+	size_t entries_len = (size_t)h->count * sizeof *t->entries;
+
 	memset(t, 0, sizeof *t);
 	t->hdr = *h;
-	t->entries = bigmem_alloc(h->count ? h->count : 1, sizeof *t->entries);
-	t->names = bigmem_alloc(h->names_len ? h->names_len : 1, 1);
-	if (!t->entries || !t->names) {
-		res_table_free(t);
+	t->entries = bigmem_alloc(entries_len + h->names_len + 1, 1);
+	if (!t->entries)
 		return fail(err, ENOMEM, 4, "no memory for a table of %u entries", h->count);
-	}
+	t->names = (char *)t->entries + entries_len;
 	return 0;
 }
 
@@ -155,17 +157,17 @@ static int read_exact(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* The raw table is read into the end of the decoded one and decoded in
- * place, front to back: one read, and no buffer of its own (the faults of
- * fresh memory are most of the cost).  Entry i is written to bytes
- * [S*i, S*(i+1)) of the array and read from [gap + 22*i, gap + 22*(i+1)),
- * where S is the decoded size and gap = (S - 22) * count: for i < count
- * that starts at or past S*i, and entry i + 1 starts at or past S*(i+1),
- * so no raw entry is overwritten before it is read. */
+/* The raw table and the name block after it are read, with one read,
+ * into the end of the decoded entries and the name block's place, and the
+ * entries decoded in place, front to back: no buffer of their own (the
+ * faults of fresh memory are most of the cost).  Entry i is written to
+ * bytes [S*i, S*(i+1)) of the array and read from [gap + 22*i,
+ * gap + 22*(i+1)), where S is the decoded size and gap = (S - 22) * count:
+ * for i < count that starts at or past S*i, and entry i + 1 starts at or
+ * past S*(i+1), so no raw entry is overwritten before it is read. */
 int res_table_read(const struct res_window *w, struct res_table *t, struct res_error *err)
 {
 	unsigned char hdr[RES_HEADER_SIZE], *raw;
-	uint64_t names_at;
 	struct res_header h;
 	int rc;
 
@@ -180,12 +182,9 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 	if (res_header_decode(hdr, w->len, &h, err) < 0 || table_alloc(&h, t, err) < 0)
 		return -1;
 	raw = (unsigned char *)t->entries + (size_t)h.count * (sizeof *t->entries - RES_ENTRY_SIZE);
-	rc = read_exact(w->fd, raw, (size_t)h.count * RES_ENTRY_SIZE, w->base + h.table_offset);
+	rc = read_exact(w->fd, raw, (size_t)h.count * RES_ENTRY_SIZE + h.names_len, w->base + h.table_offset);
 	if (rc == 0)
 		decode_entries(raw, h.count, t->entries);
-	names_at = (uint64_t)h.table_offset + (uint64_t)h.count * RES_ENTRY_SIZE;
-	if (rc == 0)
-		rc = read_exact(w->fd, t->names, h.names_len, w->base + names_at);
 	if (rc < 0) {
 		res_table_free(t);
 		return fail(err, -rc, h.table_offset, "cannot read table: %s", strerror(-rc));
@@ -195,8 +194,7 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 
 void res_table_free(struct res_table *t)
 {
-	bigmem_free(t->entries);
-	bigmem_free(t->names);
+	bigmem_free(t->entries); /* the names too */
 	t->entries = NULL;
 	t->names = NULL;
 }
