@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -653,6 +654,7 @@ struct pending_dir {
 	struct member_block *block;
 	struct member *members; /* entries below this directory: len of them in block */
 	uint32_t len;
+	uint32_t made_at;       /* its place among the directories its build made */
 };
 
 static void archive_table_unref(struct archive_table *at)
@@ -853,13 +855,18 @@ static struct pending_dir *new_vdir(struct tree_node *c, struct archive_table *a
 	return p;
 }
 
+/* Where member k of a build goes: 0 for a file, else 1 + the made_at of
+ * its backslash directory. */
+typedef uint32_t member_dest;
+
 /* Gives each backslash directory one build made its slice of one block
- * and copies its members there, in table order: dest[k] names where
- * member k goes (NULL: it was a file). */
-static int hand_out_members(GPtrArray *made, struct pending_dir *const *dest,
-			    const struct member *m, uint32_t n)
+ * and copies its members there, in table order: dest[k] says where
+ * member k goes.  The block is room, when the caller has it for n
+ * members (the count takes one more), or allocated here. */
+static int hand_out_members(GPtrArray *made, const member_dest *dest, const struct member *m, uint32_t n,
+			    struct member_block *room)
 {
-	struct member_block *block;
+	struct member_block *block = room;
 	uint32_t total = 0;
 
 	if (made->len == 0)
@@ -869,7 +876,8 @@ static int hand_out_members(GPtrArray *made, struct pending_dir *const *dest,
 	/* room for the count too: one member more than needed; brief, as it
 	 * goes once the directories are loaded (a find loads them all) */
 	_Static_assert(sizeof(struct member_block) <= sizeof(struct member), "count fits in one member");
-	block = bigmem_alloc_brief((size_t)total + 1, sizeof block->v[0]);
+	if (!block)
+		block = bigmem_alloc_brief((size_t)total + 1, sizeof block->v[0]);
 	if (!block)
 		return -ENOMEM;
 	block->refs = made->len;
@@ -883,22 +891,25 @@ static int hand_out_members(GPtrArray *made, struct pending_dir *const *dest,
 		p->len = 0;
 	}
 	for (uint32_t k = 0; k < n; k++)
-		if (dest[k])
-			dest[k]->members[dest[k]->len++] = m[k];
+		if (dest[k]) {
+			struct pending_dir *p = made->pdata[dest[k] - 1];
+
+			p->members[p->len++] = m[k];
+		}
 	return 0;
 }
 
 /* Builds one directory of an archive from the entries below it, in table
  * order; backslash sub-directories collect their members and load later.
- * m is the caller's and is overwritten; so is dest, room for n pointers,
- * if the caller has it (NULL: the build allocates it).  NULL when out of
- * memory. */
+ * m is the caller's and is overwritten; so is dest, room for n of them,
+ * and block_room, for n + 1 members, if the caller has them (NULL: the
+ * build allocates them).  NULL when out of memory. */
 static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, struct tree_node *archive,
 				  struct tree_node *dir, struct member *m, uint32_t n,
-				  struct pending_dir **callers_dest)
+				  member_dest *callers_dest, struct member_block *block_room)
 {
 	const struct res_table *tab = &at->tab;
-	struct pending_dir **dest = callers_dest ? callers_dest : bigmem_alloc_brief(n ? n : 1, sizeof *dest);
+	member_dest *dest = callers_dest ? callers_dest : bigmem_alloc_brief(n ? n : 1, sizeof *dest);
 	struct tree_dir *d;
 	GPtrArray *made;                    /* the backslash directories met */
 	GHashTable *renamed = NULL; /* lowered component -> pending_dir of a renamed directory */
@@ -928,7 +939,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 
 		if (last_p && in_last_folder(tab, &m[k], last, last_len, &next_at)) {
 			m[k].at = next_at;
-			dest[k] = last_p;
+			dest[k] = last_p->made_at + 1;
 			last_p->len++;
 			continue;
 		}
@@ -937,6 +948,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			fill_entry(c, archive, tab, m[k].entry);
 			if (!names_is_plain(tab->names + e->name_off, e->name_len))
 				log_rewritten_name(what, m[k].entry, tab->names + e->name_off, e->name_len);
+			dest[k] = 0;
 			continue;
 		}
 		m[k].at = next_at;
@@ -953,6 +965,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			if (!p) {
 				c = add_child(t, d, dir, comp, len, m[k].entry, what);
 				p = new_vdir(c, at, archive);
+				p->made_at = made->len;
 				g_ptr_array_add(made, p);
 				g_hash_table_insert(renamed, key, p);
 			} else {
@@ -961,9 +974,10 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		} else {
 			c = add_child(t, d, dir, comp, len, m[k].entry, what);
 			p = new_vdir(c, at, archive);
+			p->made_at = made->len;
 			g_ptr_array_add(made, p);
 		}
-		dest[k] = p;
+		dest[k] = p->made_at + 1;
 		p->len++;
 		if (comp == scratch->str) { /* rewritten: scratch changes with the next one */
 			g_string_truncate(last_copy, 0);
@@ -974,7 +988,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		last_len = len;
 		last_p = p;
 	}
-	if (hand_out_members(made, dest, m, n) < 0) {
+	if (hand_out_members(made, dest, m, n, block_room) < 0) {
 		dir_finish(t, d); /* dir_free counts what dir_finish counted */
 		dir_free(t, d);
 		d = NULL;
@@ -1006,7 +1020,7 @@ static int load_vdir(struct tree *t, struct tree_node *v, struct tree_dir **out)
 {
 	struct pending_dir *p = v->pending;
 
-	*out = build_dir(t, p->at, p->archive, v, p->members, p->len, NULL);
+	*out = build_dir(t, p->at, p->archive, v, p->members, p->len, NULL, NULL);
 	if (!*out)
 		return -ENOMEM;
 	v->pending = NULL;
@@ -1028,9 +1042,11 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 	}
 	struct res_error err = { 0 };
 	struct archive_table *at = g_new0(struct archive_table, 1);
-	struct pending_dir **dest;
+	struct member_block *room;
+	member_dest *dest;
 	struct member *members;
-	uint32_t n = 0;
+	uint32_t n = 0, count;
+	size_t room_len;
 	char *what = tree_path(a);
 
 	if (!a->parent && a->table) {
@@ -1044,15 +1060,22 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 		return -(err.code == ENOMEM ? ENOMEM : EIO);
 	}
 	at->refs = 1; /* held while the top directory is built */
-	/* the build's scratch in one block: a 100 000-entry table then needs
-	 * one fresh huge page for it rather than two */
-	dest = bigmem_alloc_brief(at->tab.hdr.count ? at->tab.hdr.count : 1, sizeof *dest + sizeof *members);
-	members = dest ? (struct member *)(dest + at->tab.hdr.count) : NULL;
-	if (!dest) {
+	/* the members the build hands out to its directories, and its
+	 * scratch after them, in one block: a 100 000-entry table then needs
+	 * one fresh huge page for them all rather than two.  The block goes
+	 * with the last of those directories to load (the scratch part, dead
+	 * by then, shares their pages), or here if the build made none. */
+	count = at->tab.hdr.count;
+	room_len = offsetof(struct member_block, v) + ((size_t)count + 1) * sizeof(struct member);
+	room = bigmem_alloc_brief(1, room_len + (size_t)count * (sizeof *members + sizeof *dest));
+	if (!room) {
 		g_free(what);
 		archive_table_unref(at);
 		return -ENOMEM;
 	}
+	_Static_assert(sizeof(struct member) % _Alignof(member_dest) == 0, "dest lies aligned after members");
+	members = (struct member *)((char *)room + room_len);
+	dest = (member_dest *)(members + count);
 	for (uint32_t i = 0; i < at->tab.hdr.count; i++) {
 		const struct res_entry *e = &at->tab.entries[i];
 
@@ -1062,8 +1085,9 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 		else
 			members[n++] = (struct member){ i, e->name_off };
 	}
-	*out = build_dir(t, at, a, a, members, n, dest);
-	bigmem_free(dest);
+	*out = build_dir(t, at, a, a, members, n, dest, room);
+	if (room->refs == 0)
+		bigmem_free(room);
 	if (!*out) {
 		archive_table_unref(at);
 		g_free(what);
