@@ -220,14 +220,16 @@ static void warm_up_crash_report(void *ctx)
 /* As many as libfuse's own multi-threaded loop starts at most. */
 #define MAX_SERVE_THREADS 10
 
-static int serve(struct fuse_session *se, struct fs *fs, int single_thread)
+/* Without a loop (-s, its first thread only mounted) the main thread
+ * answers every request. */
+static int serve(struct serve_loop *l, struct fuse_session *se, struct fs *fs)
 {
-	if (single_thread) {
+	if (!l) {
 		build_top(fs);
 		crash_report_warm_up();
 		return fuse_session_loop(se);
 	}
-	return serve_requests(se, MAX_SERVE_THREADS, build_top, warm_up_crash_report, fs);
+	return serve_loop_run(l, build_top, warm_up_crash_report, fs);
 }
 
 static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
@@ -364,13 +366,98 @@ static void detach(int foreground)
 	}
 }
 
+/* ---- the kernel's mount, beside the reading of SRC -------------------- */
+
+/* The kernel's mount and SRC's tables do not depend on each other, and on
+ * two cores they take about as long: the serving loop's first thread
+ * mounts while the main thread reads SRC.  The kernel's first requests
+ * wait until the loop runs, after both finished; no one has been told of
+ * the mount before. */
+struct mounting {
+	struct mount_args *m;
+	struct fs *fs;
+	struct fuse_session *se;
+	char *mnt_abs;
+	int handlers;  /* fuse_set_signal_handlers succeeded */
+	int mounted;
+};
+
+static struct fuse_session *mount_session(void *p)
+{
+	struct mounting *g = p;
+
+	g->se = new_session(g->m, g->fs);
+	if (!g->se)
+		return NULL;
+	if (fuse_set_signal_handlers(g->se) < 0)
+		return NULL;
+	g->handlers = 1;
+	/* absolute: the daemon runs from /, and unmounts itself when killed */
+	g->mnt_abs = realpath(g->m->mnt, NULL);
+	if (fuse_session_mount(g->se, g->mnt_abs ? g->mnt_abs : g->m->mnt) < 0)
+		return NULL;
+	g->mounted = 1;
+	return g->se;
+}
+
+/* Undoes what mount_session did, in the other order; after the loop's
+ * threads ended. */
+static void end_mounting(struct mounting *g)
+{
+	if (g->mounted)
+		fuse_session_unmount(g->se);
+	if (g->handlers)
+		fuse_remove_signal_handlers(g->se);
+	if (g->se)
+		fuse_session_destroy(g->se);
+	free(g->mnt_abs);
+	*g = (struct mounting){ 0 };
+}
+
+/* The first of path and its parents that does not exist, or NULL: what a
+ * failed mount removes again of what it made. */
+static char *first_missing(const char *path)
+{
+	char *missing = NULL, *p = g_strdup(path);
+	struct stat st;
+
+	while (*p && stat(p, &st) < 0 && errno == ENOENT) {
+		char *up = g_path_get_dirname(p);
+
+		g_free(missing);
+		missing = p;
+		p = up;
+		if (!strcmp(p, missing))
+			break;
+	}
+	g_free(p);
+	return missing;
+}
+
+/* Removes the directories g_mkdir_with_parents made for path, from path up
+ * to made (the first that was missing); those not empty stay. */
+static void remove_made(const char *path, const char *made)
+{
+	char *p = g_strdup(path);
+
+	while (rmdir(p) == 0 && strcmp(p, made)) {
+		char *up = g_path_get_dirname(p);
+
+		g_free(p);
+		p = up;
+	}
+	g_free(p);
+}
+
 static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent)
 {
 	struct fs fs = { 0 };
-	struct fuse_session *se = NULL;
-	char *mnt_abs = NULL;
+	struct mounting g = { .m = m, .fs = &fs };
+	struct serve_loop *loop;
+	struct fuse_session *se;
+	char *made = NULL;
 	struct stat st;
-	int err = 0, status = EXIT_MOUNT;
+	int err = 0, loop_err, status = EXIT_MOUNT;
 
 	log_set_debug(m->debug);
 	crash_report_install();
@@ -381,33 +468,32 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		fprintf(stderr, "eifs: cannot mount on %s: %s\n", m->mnt, strerror(ENOTDIR));
 		return EXIT_MOUNT;
 	}
+	if (!helper_form && (made = first_missing(m->mnt)) && g_mkdir_with_parents(m->mnt, 0755) < 0) {
+		fprintf(stderr, "eifs: cannot create %s: %s\n", m->mnt, strerror(errno));
+		g_free(made);
+		return EXIT_MOUNT;
+	}
 	fs.timeout = m->timeout;
 	fs.writable = !m->read_only;
 	fs.views = view_cache_new(m->cache_size);
+	loop = serve_loop_start(m->single_thread ? 1 : MAX_SERVE_THREADS, mount_session, &g);
+	loop_err = loop ? 0 : errno;
 	fs.tree = m->read_only ? tree_open(m->src, &err) : tree_open_rw(m->src, &err);
+	se = loop ? serve_loop_session(loop) : NULL;
 	if (!fs.tree) {
 		fprintf(stderr, "eifs: cannot mount %s: %s\n", m->src, strerror(err));
-		view_cache_free(fs.views);
-		return EXIT_NO_SOURCE;
+		status = EXIT_NO_SOURCE;
+		goto out;
 	}
 	fs_init_state(&fs);
 	set_fault_hook(&fs);
-	if (stat(m->mnt, &st) < 0 && errno == ENOENT && !helper_form && g_mkdir_with_parents(m->mnt, 0755) < 0) {
-		fprintf(stderr, "eifs: cannot create %s: %s\n", m->mnt, strerror(errno));
-		goto out;
-	}
-	se = new_session(m, &fs);
+	if (!loop)
+		fprintf(stderr, "eifs: cannot start a thread to mount: %s\n", strerror(loop_err));
 	if (!se)
 		goto out;
-	if (fuse_set_signal_handlers(se) < 0)
-		goto out;
-	/* absolute: the daemon runs from /, and unmounts itself when killed */
-	mnt_abs = realpath(m->mnt, NULL);
-	if (fuse_session_mount(se, mnt_abs ? mnt_abs : m->mnt) < 0) {
-		fuse_remove_signal_handlers(se);
-		goto out;
-	}
 	/* Only now, with SRC parsed and the mount in place, leave the terminal. */
+	g_free(made);
+	made = NULL;
 	if (!m->foreground)
 		log_to_syslog();
 	detach(m->foreground);
@@ -418,16 +504,22 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	set_load_delay(&fs);
 	/* the loops return 0 or the signal that ended them, or a negative
 	 * errno when they failed */
-	status = serve(se, &fs, m->single_thread) >= 0 ? EXIT_OK : EXIT_MOUNT;
-	fuse_session_unmount(se);
-	fuse_remove_signal_handlers(se);
+	if (m->single_thread) {
+		serve_loop_free(loop);
+		loop = NULL;
+	}
+	status = serve(loop, se, &fs) >= 0 ? EXIT_OK : EXIT_MOUNT;
 out:
-	if (se)
-		fuse_session_destroy(se);
+	serve_loop_free(loop);
+	end_mounting(&g);
+	if (made) {
+		remove_made(m->mnt, made);
+		g_free(made);
+	}
 	view_cache_free(fs.views); /* its read-ahead thread uses the tree */
 	fs.views = NULL;
-	free(mnt_abs);
-	fs_stop(&fs);
+	if (fs.inodes)
+		fs_stop(&fs);
 	tree_free(fs.tree);
 	return status;
 }

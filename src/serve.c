@@ -16,8 +16,13 @@
 
 struct serve_loop {
 	struct fuse_session *se;
+	struct fuse_session *(*setup)(void *ctx); /* run by the first thread */
+	void *setup_ctx;
 	pthread_mutex_t lock;
 	pthread_cond_t turn;   /* the reading is free, or the loop ends */
+	pthread_cond_t handshake; /* set up, or running, or ending */
+	int set_up;            /* setup returned */
+	int running;           /* serve_loop_run was called */
 	int reading;           /* a thread is the reader */
 	int waiting;           /* threads waiting to become it */
 	int ending;            /* no thread starts any more */
@@ -36,7 +41,7 @@ static void *serve_thread(void *p);
 
 /* Asynchronous signals go to the main thread, which waits for the end;
  * a fault still reaches the thread that caused it (crash report). */
-static int start_thread(struct serve_loop *l)
+static int start_thread_with(struct serve_loop *l, void *(*run)(void *))
 {
 	sigset_t block, old;
 	pthread_t t;
@@ -48,7 +53,7 @@ static int start_thread(struct serve_loop *l)
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGQUIT);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	rc = pthread_create(&t, NULL, serve_thread, l);
+	rc = pthread_create(&t, NULL, run, l);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		if (!l->start_failed++)
@@ -59,6 +64,11 @@ static int start_thread(struct serve_loop *l)
 	g_array_append_val(l->threads, t);
 	l->waiting++; /* from its start: a second hand-over does not start another */
 	return 0;
+}
+
+static int start_thread(struct serve_loop *l)
+{
+	return start_thread_with(l, serve_thread);
 }
 
 /* The reader gives the reading to a waiting thread, or starts one.  When
@@ -217,38 +227,101 @@ static void wait_for_end(struct serve_loop *l, void (*later)(void *ctx), void *c
 	}
 }
 
-int serve_requests(struct fuse_session *se, int max_threads, void (*meanwhile)(void *ctx),
-		   void (*later)(void *ctx), void *ctx)
+/* Sets up the session, waits for the loop to run, and serves in it. */
+static void *first_thread(void *p)
 {
-	struct serve_loop l = { .se = se, .max_threads = max_threads > 0 ? max_threads : 1 };
-	int rc = 0;
+	struct serve_loop *l = p;
+	struct fuse_session *se;
+	int go;
 
-	pthread_mutex_init(&l.lock, NULL);
-	pthread_cond_init(&l.turn, NULL);
-	sem_init(&l.finished, 0, 0);
-	l.threads = g_array_new(FALSE, FALSE, sizeof(pthread_t));
-	pthread_mutex_lock(&l.lock);
-	rc = start_thread(&l);
-	pthread_mutex_unlock(&l.lock);
-	if (rc == 0 && meanwhile)
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	se = l->setup(l->setup_ctx);
+	pthread_mutex_lock(&l->lock);
+	l->se = se;
+	l->set_up = 1;
+	pthread_cond_broadcast(&l->handshake);
+	while (!l->running && !l->ending)
+		pthread_cond_wait(&l->handshake, &l->lock);
+	go = !l->ending;
+	pthread_mutex_unlock(&l->lock);
+	return go ? serve_thread(l) : NULL;
+}
+
+struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setup)(void *ctx), void *ctx)
+{
+	struct serve_loop *l = g_new0(struct serve_loop, 1);
+	int rc;
+
+	l->setup = setup;
+	l->setup_ctx = ctx;
+	l->max_threads = max_threads > 0 ? max_threads : 1;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->turn, NULL);
+	pthread_cond_init(&l->handshake, NULL);
+	sem_init(&l->finished, 0, 0);
+	l->threads = g_array_new(FALSE, FALSE, sizeof(pthread_t));
+	pthread_mutex_lock(&l->lock);
+	rc = start_thread_with(l, first_thread);
+	pthread_mutex_unlock(&l->lock);
+	if (rc < 0) {
+		serve_loop_free(l);
+		errno = -rc;
+		return NULL;
+	}
+	return l;
+}
+
+struct fuse_session *serve_loop_session(struct serve_loop *l)
+{
+	struct fuse_session *se;
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->set_up)
+		pthread_cond_wait(&l->handshake, &l->lock);
+	se = l->se;
+	pthread_mutex_unlock(&l->lock);
+	return se;
+}
+
+/* Ends every thread, the first one too if the loop never ran, and waits
+ * for them: one may wait in a read nothing will answer now. */
+static void stop_threads(struct serve_loop *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->ending = 1;
+	pthread_cond_broadcast(&l->turn);
+	pthread_cond_broadcast(&l->handshake);
+	for (guint i = 0; i < l->threads->len; i++)
+		pthread_cancel(g_array_index(l->threads, pthread_t, i));
+	pthread_mutex_unlock(&l->lock);
+	for (guint i = 0; i < l->threads->len; i++)
+		pthread_join(g_array_index(l->threads, pthread_t, i), NULL);
+	g_array_set_size(l->threads, 0);
+}
+
+int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*later)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&l->lock);
+	l->running = 1;
+	pthread_cond_broadcast(&l->handshake);
+	pthread_mutex_unlock(&l->lock);
+	if (meanwhile)
 		meanwhile(ctx);
-	if (rc == 0)
-		wait_for_end(&l, later, ctx);
-	/* the reader may wait in a read nothing will answer now */
-	pthread_mutex_lock(&l.lock);
-	l.ending = 1;
-	pthread_cond_broadcast(&l.turn);
-	for (guint i = 0; i < l.threads->len; i++)
-		pthread_cancel(g_array_index(l.threads, pthread_t, i));
-	pthread_mutex_unlock(&l.lock);
-	for (guint i = 0; i < l.threads->len; i++)
-		pthread_join(g_array_index(l.threads, pthread_t, i), NULL);
-	if (rc == 0)
-		rc = l.error;
-	g_array_unref(l.threads);
-	sem_destroy(&l.finished);
-	pthread_cond_destroy(&l.turn);
-	pthread_mutex_destroy(&l.lock);
-	fuse_session_reset(se);
-	return rc;
+	wait_for_end(l, later, ctx);
+	stop_threads(l);
+	fuse_session_reset(l->se);
+	return l->error;
+}
+
+void serve_loop_free(struct serve_loop *l)
+{
+	if (!l)
+		return;
+	stop_threads(l);
+	g_array_unref(l->threads);
+	sem_destroy(&l->finished);
+	pthread_cond_destroy(&l->handshake);
+	pthread_cond_destroy(&l->turn);
+	pthread_mutex_destroy(&l->lock);
+	g_free(l);
 }

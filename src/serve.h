@@ -10,16 +10,31 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
-/* Serves se until it ends (unmount, signal); at most max_threads threads
- * at once.  The calling thread runs meanwhile(ctx), if given, once the
- * first request can be read: work that the first requests will want.
- * Then later(ctx), if given, SERVE_LATER_MS after meanwhile returned
- * (unless the loop ended before): work no request waits for, kept off the
- * CPUs while the first ones are answered.  Returns 0, or a negative errno when
- * reading failed. */
+struct serve_loop;
+
+/* Starts a loop with its first thread, before there is a session: the
+ * thread runs setup(ctx), which makes and mounts the session (NULL when it
+ * cannot), then waits for serve_loop_run.  The mount so happens beside
+ * the caller's own work, and the thread that will answer the first
+ * requests is running by then.  At most max_threads threads at once.
+ * NULL, with errno set, when no thread can be started. */
+struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setup)(void *ctx), void *ctx);
+
+/* Waits for setup to return; what it returned. */
+struct fuse_session *serve_loop_session(struct serve_loop *l);
+
+/* Serves the session setup made until it ends (unmount, signal).  The
+ * calling thread runs meanwhile(ctx), if given, once the first request can
+ * be read: work that the first requests will want.  Then later(ctx), if
+ * given, SERVE_LATER_MS after meanwhile returned (unless the loop ended
+ * before): work no request waits for, kept off the CPUs while the first
+ * ones are answered.  Returns 0, or a negative errno when reading failed. */
 enum { SERVE_LATER_MS = 100 };
-int serve_requests(struct fuse_session *se, int max_threads, void (*meanwhile)(void *ctx),
-		   void (*later)(void *ctx), void *ctx);
+int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*later)(void *ctx), void *ctx);
+
+/* Ends the loop's threads (the first one also when the loop never ran)
+ * and frees it; the session stays the caller's. */
+void serve_loop_free(struct serve_loop *l);
 
 /* Called by a request's handler before something that may block or take
  * long: if this thread is the reader, another thread takes over reading.

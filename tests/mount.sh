@@ -189,6 +189,10 @@ check "the daemon exits" no_daemon "$S"
 # ---- sources that cannot be mounted -------------------------------------------------
 "$E" mount "$WORK/missing" "$M" 2>"$WORK/e1"; rc=$?
 check "missing source: exit 66, message on the terminal" eval '[ $rc -eq 66 ] && grep -q '\''missing'\'' "$WORK/e1" && ! mounted "$M"'
+# the mount point is made while SRC is read: a failure takes it away again
+"$E" mount "$WORK/missing" "$WORK/new/mnt" 2>"$WORK/e1b"; rc=$?
+check "missing source: the mount point it made is gone again" \
+	eval '[ $rc -eq 66 ] && grep -q '\''missing'\'' "$WORK/e1b" && [ ! -e "$WORK/new" ]'
 printf 'not an archive' > "$WORK/plain.res"
 "$E" mount "$WORK/plain.res" "$M" 2>"$WORK/e2"; rc=$?
 check "not an archive: exit 66 naming the offset" eval '[ $rc -eq 66 ] && grep -q '\''offset 0'\'' "$WORK/e2"'
@@ -200,6 +204,14 @@ printf 'a file' > "$WORK/afile"
 check "a file as the mount point: exit 71, not a directory" \
 	eval '[ $rc -eq 71 ] && grep -q '\''Not a directory'\'' "$WORK/e4" && ! mounted "$WORK/afile" && [ "$(cat "$WORK/afile")" = "a file" ]'
 check "no daemon left after failed mounts" eval 'no_daemon "$M" && no_daemon "$WORK/afile"'
+
+# ---- one thread (-s): the main thread serves, the loop's thread only mounted -------
+do_mount "$DEMO" "$M" -s -o ro; rc=$?
+check "-s: mount returns 0, the tree is ready" eval '[ $rc -eq 0 ] && [ -f "$M/figures.res/unmotr.anm/cidle/hd" ]'
+check "-s: nested entries read right" sh -c "'$E' cat '$DEMO/texts.res/map.txt' | cmp -s - '$M/texts.res/map.txt'"
+check "-s: one daemon with one thread" eval '[ "$(daemon_pids "$M" | wc -l)" -eq 1 ] && [ "$(ls /proc/$(daemon_pids "$M")/task | wc -l)" -eq 1 ]'
+do_umount "$M"
+check "-s: the daemon exits" no_daemon "$M"
 
 
 # ---- names that must not escape or break paths ------------------------------------
