@@ -213,6 +213,15 @@ check "-s: one daemon with one thread" eval '[ "$(daemon_pids "$M" | wc -l)" -eq
 do_umount "$M"
 check "-s: the daemon exits" no_daemon "$M"
 
+# ---- the daemon forked (where the kernel cannot share memory with it) --------------
+EIFS_FORK_DAEMON=1 do_mount "$DEMO" "$M" -o ro; rc=$?
+check "forked daemon: mount returns 0, the tree is ready" eval '[ $rc -eq 0 ] && [ -f "$M/figures.res/unmotr.anm/cidle/hd" ]'
+check "forked daemon: nested entries read right" sh -c "'$E' cat '$DEMO/texts.res/map.txt' | cmp -s - '$M/texts.res/map.txt'"
+do_umount "$M"
+check "forked daemon: it exits" no_daemon "$M"
+EIFS_FORK_DAEMON=1 "$E" mount "$WORK/missing" "$M" 2>"$WORK/e1c"; rc=$?
+check "forked daemon: a missing source still exits 66 on the terminal" eval '[ $rc -eq 66 ] && grep -q '\''missing'\'' "$WORK/e1c" && ! mounted "$M"'
+
 
 # ---- names that must not escape or break paths ------------------------------------
 rawres "$WORK/names.res" '..' 'dotdot' '.' 'dot' 'a/b' 'slash' '' 'empty' 'x\000y' 'nul' \
