@@ -277,11 +277,13 @@ static void report_early_end(pid_t pid)
 {
 	int st;
 
+	/* not through stderr's lock: a thread of the daemon may have died
+	 * holding it */
 	if (waitpid(pid, &st, 0) == pid && WIFSIGNALED(st))
-		fprintf(stderr, "eifs: the daemon was killed by SIG%s before the mount was ready\n",
+		dprintf(STDERR_FILENO, "eifs: the daemon was killed by SIG%s before the mount was ready\n",
 			sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
 	else
-		fprintf(stderr, "eifs: the daemon ended before the mount was ready\n");
+		dprintf(STDERR_FILENO, "eifs: the daemon ended before the mount was ready\n");
 }
 
 /* Started with stdin, stdout or stderr closed, the status pipe or an
@@ -366,6 +368,16 @@ static struct fuse_session *mount_session(void *p)
 	return g->se;
 }
 
+/* The serving loop, its first thread mounting; NULL with *err set when no
+ * thread could be started. */
+static struct serve_loop *start_mounting(struct mount_args *m, struct mounting *g, int *err)
+{
+	struct serve_loop *l = serve_loop_start(m->single_thread ? 1 : MAX_SERVE_THREADS, mount_session, g);
+
+	*err = l ? 0 : errno;
+	return l;
+}
+
 /* Undoes what mount_session did, in the other order; after the loop's
  * threads ended. */
 static void end_mounting(struct mounting *g)
@@ -406,7 +418,7 @@ static void remove_made(const char *path, const char *made)
 {
 	char *p = g_strdup(path);
 
-	while (rmdir(p) == 0 && strcmp(p, made)) {
+	while ((rmdir(p) == 0 || errno == ENOENT) && strcmp(p, made)) {
 		char *up = g_path_get_dirname(p);
 
 		g_free(p);
@@ -415,15 +427,38 @@ static void remove_made(const char *path, const char *made)
 	g_free(p);
 }
 
+/* Whether a is b or lies inside it (both absolute and resolved). */
+static int path_within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/' || (n == 1 && b[0] == '/'));
+}
+
+/* How SRC and MNT lie: -1 when SRC is MNT or inside it: every look at
+ * SRC would go through eifs' own mount, and wait on itself; 1 when MNT is
+ * inside SRC: the mount must then wait for SRC to be read, which would
+ * otherwise look at MNT (one of a folder's entries) through a mount that
+ * cannot answer yet; else 0. */
+static int paths_nest(const char *src, const char *mnt)
+{
+	char *s = realpath(src, NULL), *m = realpath(mnt, NULL);
+	int nest = !s || !m ? 0 : path_within(s, m) ? -1 : path_within(m, s) ? 1 : 0;
+
+	free(s);
+	free(m);
+	return nest;
+}
+
 static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent)
 {
 	struct fs fs = { 0 };
 	struct mounting g = { .m = m, .fs = &fs };
-	struct serve_loop *loop;
+	struct serve_loop *loop = NULL;
 	struct fuse_session *se;
 	char *made = NULL;
 	struct stat st;
-	int err = 0, loop_err, status = EXIT_MOUNT;
+	int err = 0, loop_err = 0, mkdir_err = 0, mount_after, status = EXIT_MOUNT;
 
 	log_set_debug(m->debug);
 	crash_report_install();
@@ -434,17 +469,23 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		fprintf(stderr, "eifs: cannot mount on %s: %s\n", m->mnt, strerror(ENOTDIR));
 		return EXIT_MOUNT;
 	}
-	if (!helper_form && (made = first_missing(m->mnt)) && g_mkdir_with_parents(m->mnt, 0755) < 0) {
-		fprintf(stderr, "eifs: cannot create %s: %s\n", m->mnt, strerror(errno));
-		g_free(made);
-		return EXIT_MOUNT;
+	if (paths_nest(m->src, m->mnt) < 0) {
+		fprintf(stderr, "eifs: cannot mount %s on %s: the mount would hide it from eifs itself\n",
+			m->src, m->mnt);
+		return EXIT_USAGE;
 	}
+	/* its failure is told after SRC's, as SRC is the first to check */
+	if (!helper_form && (made = first_missing(m->mnt)) && g_mkdir_with_parents(m->mnt, 0755) < 0)
+		mkdir_err = errno;
 	fs.timeout = m->timeout;
 	fs.writable = !m->read_only;
 	fs.views = view_cache_new(m->cache_size);
-	loop = serve_loop_start(m->single_thread ? 1 : MAX_SERVE_THREADS, mount_session, &g);
-	loop_err = loop ? 0 : errno;
+	mount_after = mkdir_err || paths_nest(m->src, m->mnt) > 0;
+	if (!mount_after)
+		loop = start_mounting(m, &g, &loop_err);
 	fs.tree = m->read_only ? tree_open(m->src, &err) : tree_open_rw(m->src, &err);
+	if (mount_after && fs.tree && !mkdir_err)
+		loop = start_mounting(m, &g, &loop_err);
 	se = loop ? serve_loop_session(loop) : NULL;
 	if (!fs.tree) {
 		fprintf(stderr, "eifs: cannot mount %s: %s\n", m->src, strerror(err));
@@ -453,10 +494,20 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	}
 	fs_init_state(&fs);
 	set_fault_hook(&fs);
+	if (mkdir_err) {
+		fprintf(stderr, "eifs: cannot create %s: %s\n", m->mnt, strerror(mkdir_err));
+		goto out;
+	}
 	if (!loop)
 		fprintf(stderr, "eifs: cannot start a thread to mount: %s\n", strerror(loop_err));
 	if (!se)
 		goto out;
+	/* libfuse's handlers, in place since the mount, end the session on
+	 * SIGINT, SIGTERM or SIGHUP: one that came meanwhile ends the mount */
+	if (fuse_session_exited(se)) {
+		fprintf(stderr, "eifs: stopped by a signal before the mount was ready\n");
+		goto out;
+	}
 	/* Only now, with SRC parsed and the mount in place, leave the terminal. */
 	g_free(made);
 	made = NULL;
@@ -504,6 +555,10 @@ out:
  * and what lies on it (the mount arguments) stays the daemon's to use.
  * The one per-thread value the two tell apart is the thread id the C
  * library caches (mutex owners): daemon_main puts the daemon's there.
+ * (The kernel does not carry the parent's rseq registration over, so
+ * sched_getcpu() in the daemon's main thread tells a stale CPU; nothing
+ * here asks it.  The parent sets no signal handler, so no frame of one
+ * lands on its stack.)
  * Where the kernel cannot say where that cache is, and under a sanitizer
  * (its run-time's per-thread state would be shared too), the daemon is
  * forked. */
@@ -599,7 +654,7 @@ static int start_daemon(struct mount_args *m, int helper_form)
 	d.to_parent = p[1];
 	d.from_daemon = p[0];
 	pid = clone_daemon(&d);
-	if (pid < 0 && errno == ENOSYS)
+	if (pid < 0) /* not possible here, or refused (seccomp): a copy then */
 		pid = fork_daemon(&d);
 	if (pid < 0) {
 		int e = errno;
@@ -608,9 +663,10 @@ static int start_daemon(struct mount_args *m, int helper_form)
 		close(p[1]);
 		return -e;
 	}
-	close(p[1]);
-	/* raw: the C library's read() would mark the thread state the daemon
-	 * shares (cancellation); no handler is set here, so no EINTR */
+	/* raw calls: the C library's close() and read() would mark the thread
+	 * state the daemon shares (cancellation); no handler is set here, so
+	 * no EINTR */
+	syscall(SYS_close, p[1]);
 	n = syscall(SYS_read, p[0], &status, 1);
 	if (n == 1)
 		_exit(status);

@@ -222,6 +222,20 @@ check "forked daemon: it exits" no_daemon "$M"
 EIFS_FORK_DAEMON=1 "$E" mount "$WORK/missing" "$M" 2>"$WORK/e1c"; rc=$?
 check "forked daemon: a missing source still exits 66 on the terminal" eval '[ $rc -eq 66 ] && grep -q '\''missing'\'' "$WORK/e1c" && ! mounted "$M"'
 
+# ---- a mount point inside the source folder, and a source inside the mount point ---
+mkdir -p "$WORK/nest" && cp "$DEMO/texts.res" "$WORK/nest/"
+timeout 20 "$EIFS" mount "$WORK/nest" "$WORK/nest/mnt"; rc=$?
+MOUNTS="$MOUNTS $WORK/nest/mnt"
+check "a mount point inside the source folder: mounted (read before the mount)" \
+	eval '[ $rc -eq 0 ] && [ -d "$WORK/nest/mnt/texts.res" ] && "$E" cat "$WORK/nest/texts.res/map.txt" | cmp -s - "$WORK/nest/mnt/texts.res/map.txt"'
+do_umount "$WORK/nest/mnt"
+check "and its daemon exits" no_daemon "$WORK/nest/mnt"
+for mnt in "$WORK/nest" "$WORK"; do
+	timeout 20 "$EIFS" mount "$WORK/nest/texts.res" "$mnt" 2>"$WORK/e5"; rc=$?
+	check "a source inside the mount point ($mnt): refused, exit 64" \
+		eval '[ $rc -eq 64 ] && grep -q '\''hide it from eifs'\'' "$WORK/e5" && ! mounted "$mnt"'
+done
+
 
 # ---- names that must not escape or break paths ------------------------------------
 rawres "$WORK/names.res" '..' 'dotdot' '.' 'dot' 'a/b' 'slash' '' 'empty' 'x\000y' 'nul' \
