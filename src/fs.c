@@ -325,6 +325,8 @@ int fs_refresh(struct fs *fs, struct inode *in, int wait)
 	tree_read_unlock(fs->tree);
 	if (changed)
 		reload_changed(fs, in, wait);
+	else if (wait)
+		notify_wait(fs); /* another request's reload may have found it */
 	return changed;
 }
 

@@ -79,19 +79,21 @@ void worker_push(struct worker *w, void *item)
 
 int worker_wait(struct worker *w, unsigned timeout_ms)
 {
-	struct timespec until;
+	struct timespec until = { 0 };
 	uint64_t want;
 	int done;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&w->lock);
 	want = w->pushed;
+	if (w->finished < want) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += timeout_ms / 1000;
+		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+	}
 	while (w->finished < want && pthread_cond_timedwait(&w->done, &w->lock, &until) == 0)
 		;
 	done = w->finished >= want;
