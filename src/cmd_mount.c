@@ -24,6 +24,7 @@
 #include "serve.h"
 #include "log.h"
 #include "sanitizer.h"
+#include "watch.h"
 
 struct mount_args {
 	const char *src;
@@ -232,6 +233,7 @@ static int serve(struct serve_loop *l, struct fuse_session *se, struct fs *fs)
 	if (!l) {
 		build_top(fs);
 		crash_report_warm_up();
+		watch_reader(); /* the only one */
 		return fuse_session_loop(se);
 	}
 	return serve_loop_run(l, build_top, warm_up_crash_report, fs);
@@ -463,6 +465,10 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	log_set_debug(m->debug);
 	crash_report_install();
 	raise_fd_limit();
+	/* before any thread: they inherit its mask.  EIFS_NO_WATCH (a test
+	 * hook) leaves every check to a stat, as on a network share */
+	if (!getenv("EIFS_NO_WATCH"))
+		watch_start();
 	/* the kernel mounts on a file too, but the root is a directory: every
 	 * access would fail with EIO */
 	if (stat(m->mnt, &st) == 0 && !S_ISDIR(st.st_mode)) {

@@ -13,6 +13,7 @@
 #include <glib.h>
 
 #include "log.h"
+#include "watch.h"
 
 struct serve_loop {
 	struct fuse_session *se;
@@ -52,6 +53,7 @@ static int start_thread_with(struct serve_loop *l, void *(*run)(void *))
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGQUIT);
+	watch_signals(&block); /* taken when it becomes the reader */
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	rc = pthread_create(&t, NULL, run, l);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -76,6 +78,7 @@ static int start_thread(struct serve_loop *l)
  * its request takes it. */
 static void pass_reading(struct serve_loop *l)
 {
+	watch_not_reader();
 	pthread_mutex_lock(&l->lock);
 	l->reading = 0;
 	if (l->waiting)
@@ -114,6 +117,7 @@ static int take_reading(struct serve_loop *l, int new_thread)
 	l->reading = 1;
 	pthread_mutex_unlock(&l->lock);
 	reader_of = l;
+	watch_reader();
 	return 1;
 }
 

@@ -18,6 +18,7 @@
 #include "names.h"
 #include "res.h"
 #include "views.h"
+#include "watch.h"
 
 struct tree {
 	struct tree_node root;
@@ -1569,6 +1570,29 @@ int tree_plain_changed(struct tree *t, const struct tree_node *n)
 	return changed;
 }
 
+/* Looks at the file only when the kernel told of a change since it last
+ * did (or cannot tell): the watch is armed before the look, and the
+ * generation read before it, so a change after the look moves it on. */
+static int archive_changed(struct tree_source *s)
+{
+	uint64_t generation = watch_generation();
+	struct stat st;
+	int changed, watched = __atomic_load_n(&s->watched, __ATOMIC_ACQUIRE);
+
+	if (generation && watched > 0 && __atomic_load_n(&s->fresh, __ATOMIC_ACQUIRE) == generation)
+		return 0;
+	if (!watched) {
+		watched = watch_file(s->path) == 0 ? 1 : -1;
+		__atomic_store_n(&s->watched, watched, __ATOMIC_RELEASE);
+		generation = watch_generation();
+	}
+	changed = stat(s->path, &st) < 0 || !tree_same_stamp(&st, &s->stamp) || (s->racy && !racy(&s->stamp.st_ctim));
+	/* a racy stamp is looked at until it can be trusted */
+	if (!changed && !s->racy && watched > 0 && generation)
+		__atomic_store_n(&s->fresh, generation, __ATOMIC_RELEASE);
+	return changed;
+}
+
 int tree_unit_changed(struct tree *t, struct tree_node *unit)
 {
 	struct stat st;
@@ -1587,8 +1611,7 @@ int tree_unit_changed(struct tree *t, struct tree_node *unit)
 		g_free(path);
 		return changed;
 	}
-	return stat(unit->src->path, &st) < 0 || !tree_same_stamp(&st, &unit->src->stamp)
-	       || (unit->src->racy && !racy(&unit->src->stamp.st_ctim));
+	return archive_changed(unit->src);
 }
 
 /* Reads an archive file's identity again, opening it anew when another
@@ -1608,6 +1631,7 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external, con
 			return -1;
 		s->stamp = st;
 		s->racy = coarse_racy(&st);
+		__atomic_store_n(&s->fresh, 0, __ATOMIC_RELEASE);
 		s->writable = may_write(t, s->path, &st);
 		if (external)
 			s->epoch = epoch_of(t, &st);

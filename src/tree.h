@@ -37,6 +37,11 @@ struct tree_source {
 				     * this tree (which append); new when another
 				     * program changed it (bytes read before may
 				     * be gone) or its stamp was racy */
+	int watched;                /* 1: the kernel tells of changes (watch.h);
+				     * -1: it cannot; 0: not asked yet */
+	uint64_t fresh;             /* the watch generation in which the file was
+				     * last found as stamped: no need to look
+				     * again while it lasts */
 };
 
 struct tree_dir {

@@ -3,9 +3,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <glib.h>
+
+#include "watch.h"
 
 struct worker {
 	pthread_t thread;
@@ -62,12 +65,26 @@ struct worker *worker_new(const char *name, void (*fn)(void *item, void *ctx), v
 	return w;
 }
 
+/* Without the signals of changes: they go to the reader of requests. */
+static int start(struct worker *w)
+{
+	sigset_t block, old;
+	int rc;
+
+	sigemptyset(&block);
+	watch_signals(&block);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	rc = pthread_create(&w->thread, NULL, work, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 void worker_push(struct worker *w, void *item)
 {
 	pthread_mutex_lock(&w->lock);
 	/* not before: a mount serves its first request sooner without threads
 	 * it may never need.  Should it fail, the next push tries again. */
-	if (!w->started && pthread_create(&w->thread, NULL, work, w) == 0) {
+	if (!w->started && start(w) == 0) {
 		pthread_setname_np(w->thread, w->name);
 		w->started = 1;
 	}

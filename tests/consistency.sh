@@ -353,6 +353,78 @@ check "... and both saves are there" \
 	eval '[ "$(ini_key textures.res/one.reg BackstabMult)" = 12 ] && [ "$(ini_key textures.res/two.reg BackstabMult)" = 12 ]'
 do_umount "$D"
 
+# ---- changes told by the kernel --------------------------------------------------
+# An open trusts an archive's stamp until inotify tells of a change: the
+# first read after another program's change, in place or by a rename,
+# must still be the new contents, also right after it in the same process
+# and while other requests hand the reading between threads.
+cat > "$WORK/race.py" <<'PY'
+import os, subprocess, sys
+arch, mnt, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# a second program keeps reading a large entry from the disk (uncached
+# reads are handed to another thread)
+busy = subprocess.Popen([sys.executable, '-c', """
+import os, sys
+while True:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    while os.read(fd, 1 << 17):
+        pass
+    os.close(fd)
+""", os.path.join(mnt, 'big.bin')])
+stale = 0
+try:
+    for i in range(1, rounds + 1):
+        data = open(arch, 'rb').read()
+        at = data.find(b'version-')
+        new = b'version-%04d' % i
+        if i % 3:  # in place, same size: the stamp's times alone tell
+            with open(arch, 'r+b') as f:
+                f.seek(at)
+                f.write(new)
+        else:      # another file renamed over it
+            with open(arch + '.new', 'wb') as f:
+                f.write(data[:at] + new + data[at + len(new):])
+            os.rename(arch + '.new', arch)
+        if open(os.path.join(mnt, 'a.txt'), 'rb').read() != new:
+            stale += 1
+finally:
+    busy.kill()
+print(stale)
+PY
+race_check() { # LABEL [ENV...]: mounts race.res with ENV and races it
+	label=$1; shift
+	R=$WORK/race R_M=$WORK/race-mnt
+	rm -rf "$R" && mkdir -p "$R/src" "$R_M"
+	printf 'version-0000' > "$R/src/a.txt"
+	head -c 4194304 /dev/urandom > "$R/src/big.bin"
+	"$E" pack "$R/src" "$R/race.res" > /dev/null
+	env "$@" "$EIFS" mount "$R/race.res" "$R_M" && MOUNTS="$MOUNTS $R_M" || { fail "mount race.res ($label)"; return; }
+	cat "$R_M/a.txt" > /dev/null
+	stale=$(python3 "$WORK/race.py" "$R/race.res" "$R_M" 150)
+	check "the first read after each of 150 changes by another program, in place or by rename, right after it: the new contents ($label)" [ "$stale" = 0 ]
+	if command -v strace > /dev/null; then
+		# the file the last rename replaced goes when eifs lets it go
+		# (an event): looked at once more, before this count
+		for _ in 1 2 3; do cat "$R_M/a.txt" > /dev/null; done
+		sleep 0.2
+		pid=$(daemon_pids "$R_M" | head -n1)
+		strace -f -qq -e trace=stat,newfstatat,statx,fstatat64 -o "$WORK/race.trace" -p "$pid" & tracer=$!
+		sleep 0.5
+		for _ in $(seq 50); do cat "$R_M/a.txt" > /dev/null; done
+		kill $tracer; wait $tracer 2>/dev/null
+		looks=$(grep -c 'race\.res' "$WORK/race.trace")
+		if [ $# = 0 ]; then
+			check "50 opens of an unchanged archive ask the disk nothing ($looks stats of it)" [ "$looks" = 0 ]
+		else
+			check "... where the kernel tells nothing, every open looks at the file ($looks stats of it)" [ "$looks" -ge 50 ]
+		fi
+	fi
+	do_umount "$R_M"
+}
+race_check "inotify"
+race_check "a stat at each open" EIFS_NO_WATCH=1
+
 for a in texts.res quests.res; do
 	check "$a checks clean" "$E" check "$G/$a" > /dev/null
 done

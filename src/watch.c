@@ -1,0 +1,176 @@
+#define _GNU_SOURCE
+#include "watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/inotify.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
+#include <glib.h>
+
+/* Process-wide by nature: one signal handler, one inotify descriptor. */
+static int started;                  /* watch_start was called */
+static int inotify_fd = -1;          /* set once, under init_lock */
+static int init_error;               /* -errno of a failed set-up: not tried again */
+static uint64_t generation;          /* 0 until set up */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A change of the file's bytes, times, mode or link count, or of its name */
+#define FILE_EVENTS (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
+/* Another file put under its name, or the name taken away */
+#define FOLDER_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MOVE_SELF | IN_DELETE_SELF)
+/* A folder on the way to it renamed or removed */
+#define ABOVE_EVENTS (IN_MOVE_SELF | IN_DELETE_SELF)
+
+#ifndef EXFAT_SUPER_MAGIC
+#define EXFAT_SUPER_MAGIC 0x2011BAB0
+#endif
+#define NTFS3_SUPER_MAGIC 0x7366746e
+#define JFS_SUPER_MAGIC 0x3153464a
+#define BCACHEFS_SUPER_MAGIC 0xca451a4e
+
+static int watch_signal(void)
+{
+	return SIGRTMIN + 1;
+}
+
+void watch_signals(sigset_t *set)
+{
+	sigaddset(set, watch_signal());
+	sigaddset(set, SIGIO); /* sent instead when the queue of the first is full */
+}
+
+/* Empties the queue (an event that matches the last one queued raises no
+ * signal of its own) and moves the generation on. */
+static void on_event(int sig, siginfo_t *info, void *context)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int saved = errno, fd = __atomic_load_n(&inotify_fd, __ATOMIC_ACQUIRE);
+
+	(void)sig;
+	(void)info;
+	(void)context;
+	if (fd >= 0)
+		while (read(fd, buf, sizeof buf) > 0)
+			;
+	__atomic_add_fetch(&generation, 1, __ATOMIC_SEQ_CST);
+	errno = saved;
+}
+
+static void set_mask(int how)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	watch_signals(&set);
+	pthread_sigmask(how, &set, NULL);
+}
+
+void watch_start(void)
+{
+	set_mask(SIG_BLOCK);
+	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+}
+
+void watch_reader(void)
+{
+	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+		set_mask(SIG_UNBLOCK);
+}
+
+void watch_not_reader(void)
+{
+	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+		set_mask(SIG_BLOCK);
+}
+
+uint64_t watch_generation(void)
+{
+	return __atomic_load_n(&generation, __ATOMIC_SEQ_CST);
+}
+
+static int set_up_locked(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_event, .sa_flags = SA_SIGINFO | SA_RESTART };
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	sigemptyset(&sa.sa_mask);
+	watch_signals(&sa.sa_mask);
+	__atomic_store_n(&inotify_fd, fd, __ATOMIC_RELEASE);
+	if (sigaction(watch_signal(), &sa, NULL) < 0 || sigaction(SIGIO, &sa, NULL) < 0
+	    || fcntl(fd, F_SETSIG, watch_signal()) < 0 || fcntl(fd, F_SETOWN, getpid()) < 0
+	    || fcntl(fd, F_SETFL, O_NONBLOCK | O_ASYNC) < 0) {
+		int err = errno;
+
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		return -err;
+	}
+	__atomic_store_n(&generation, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static int set_up(void)
+{
+	int rc;
+
+	pthread_mutex_lock(&init_lock);
+	if (!init_error && inotify_fd < 0)
+		init_error = set_up_locked();
+	rc = init_error;
+	pthread_mutex_unlock(&init_lock);
+	return rc;
+}
+
+/* Local file systems, where every change goes through this kernel. */
+static int changes_seen_here(const char *path)
+{
+	struct statfs sf;
+
+	if (statfs(path, &sf) < 0)
+		return 0;
+	switch ((unsigned long)sf.f_type) {
+	case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC: case BTRFS_SUPER_MAGIC:
+	case TMPFS_MAGIC: case F2FS_SUPER_MAGIC: case REISERFS_SUPER_MAGIC:
+	case MSDOS_SUPER_MAGIC: case EXFAT_SUPER_MAGIC: case NTFS3_SUPER_MAGIC:
+	case JFS_SUPER_MAGIC: case BCACHEFS_SUPER_MAGIC: case OVERLAYFS_SUPER_MAGIC:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int add(const char *path, uint32_t events)
+{
+	return inotify_add_watch(inotify_fd, path, events | IN_MASK_ADD) < 0 ? -errno : 0;
+}
+
+int watch_file(const char *path)
+{
+	char *dir;
+	int rc;
+
+	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+		return -ENOSYS;
+	if (path[0] != '/' || !changes_seen_here(path))
+		return -EREMOTE;
+	rc = set_up();
+	if (rc == 0)
+		rc = add(path, FILE_EVENTS);
+	dir = g_path_get_dirname(path);
+	if (rc == 0)
+		rc = add(dir, FOLDER_EVENTS | IN_ONLYDIR);
+	while (rc == 0 && strcmp(dir, "/") != 0) {
+		char *up = g_path_get_dirname(dir);
+
+		g_free(dir);
+		dir = up;
+		rc = add(dir, ABOVE_EVENTS | IN_ONLYDIR);
+	}
+	g_free(dir);
+	return rc;
+}

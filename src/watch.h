@@ -1,0 +1,36 @@
+/* Changes to source files, told by the kernel (inotify) instead of looked
+ * for with a stat(2) at every open.
+ *
+ * An event is queued in the changing program's own system call, and raised
+ * as a signal to this process; only the thread that reads FUSE requests
+ * takes that signal, so its handler has run before that thread reads a
+ * request made after the change.  A check then trusts a file's stamp until
+ * the generation moves: no system call while nothing changed. */
+#ifndef EIFS_WATCH_H
+#define EIFS_WATCH_H
+
+#include <signal.h>
+#include <stdint.h>
+
+/* Makes watching possible in this process (a mount): blocks its signals in
+ * the calling thread, which every thread it starts inherits.  Without it
+ * watch_file fails and every check looks at the file. */
+void watch_start(void);
+
+/* 0 while nothing is watched; then a count that every event raises. */
+uint64_t watch_generation(void);
+
+/* Watches a file and the names in its folder.  0 when armed; -errno when
+ * not: no watch_start, no inotify, or a file system whose changes may
+ * come from elsewhere (a network share), where only a stat sees them. */
+int watch_file(const char *path);
+
+/* The reader of requests takes the signals (watch_reader), and gives them
+ * up before it hands the reading on (watch_not_reader). */
+void watch_reader(void);
+void watch_not_reader(void);
+
+/* Adds the signals to set: for threads started blocking them. */
+void watch_signals(sigset_t *set);
+
+#endif
