@@ -325,8 +325,12 @@ int fs_refresh(struct fs *fs, struct inode *in, int wait)
 	tree_read_unlock(fs->tree);
 	if (changed)
 		reload_changed(fs, in, wait);
-	else if (wait)
-		notify_wait(fs); /* another request's reload may have found it */
+	else if (wait && fs->notifier && worker_pending(fs->notifier)) {
+		/* another request's reload found the change: its notices go
+		 * first, and they may wait for requests queued behind this one */
+		serve_will_block();
+		notify_wait(fs);
+	}
 	return changed;
 }
 

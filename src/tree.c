@@ -1570,16 +1570,30 @@ int tree_plain_changed(struct tree *t, const struct tree_node *n)
 	return changed;
 }
 
+/* Writes through a shared memory map raise no event: looked at anyway
+ * once this long after the last look. */
+enum { TRUST_MS = 1000 };
+
+static uint64_t coarse_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t); /* the vDSO: no system call */
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
 /* Looks at the file only when the kernel told of a change since it last
- * did (or cannot tell): the watch is armed before the look, and the
- * generation read before it, so a change after the look moves it on. */
+ * did (or cannot tell), or a second after: the watch is armed before the
+ * look, and the generation read before it, so a change after the look
+ * moves it on. */
 static int archive_changed(struct tree_source *s)
 {
-	uint64_t generation = watch_generation();
+	uint64_t generation = watch_generation(), now = coarse_ms();
 	struct stat st;
 	int changed, watched = __atomic_load_n(&s->watched, __ATOMIC_ACQUIRE);
 
-	if (generation && watched > 0 && __atomic_load_n(&s->fresh, __ATOMIC_ACQUIRE) == generation)
+	if (generation && watched > 0 && __atomic_load_n(&s->fresh, __ATOMIC_ACQUIRE) == generation
+	    && now < __atomic_load_n(&s->fresh_until, __ATOMIC_RELAXED))
 		return 0;
 	if (!watched) {
 		watched = watch_file(s->path) == 0 ? 1 : -1;
@@ -1588,8 +1602,10 @@ static int archive_changed(struct tree_source *s)
 	}
 	changed = stat(s->path, &st) < 0 || !tree_same_stamp(&st, &s->stamp) || (s->racy && !racy(&s->stamp.st_ctim));
 	/* a racy stamp is looked at until it can be trusted */
-	if (!changed && !s->racy && watched > 0 && generation)
+	if (!changed && !s->racy && watched > 0 && generation) {
+		__atomic_store_n(&s->fresh_until, now + TRUST_MS, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->fresh, generation, __ATOMIC_RELEASE);
+	}
 	return changed;
 }
 

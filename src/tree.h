@@ -41,7 +41,8 @@ struct tree_source {
 				     * -1: it cannot; 0: not asked yet */
 	uint64_t fresh;             /* the watch generation in which the file was
 				     * last found as stamped: no need to look
-				     * again while it lasts */
+				     * again while it lasts, until fresh_until */
+	uint64_t fresh_until;       /* CLOCK_MONOTONIC_COARSE, in ms */
 };
 
 struct tree_dir {

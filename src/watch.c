@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/inotify.h>
@@ -32,15 +33,11 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 #define JFS_SUPER_MAGIC 0x3153464a
 #define BCACHEFS_SUPER_MAGIC 0xca451a4e
 
-static int watch_signal(void)
-{
-	return SIGRTMIN + 1;
-}
-
+/* Plain SIGIO: one pending signal stands for any number of events, and the
+ * handler empties the whole queue. */
 void watch_signals(sigset_t *set)
 {
-	sigaddset(set, watch_signal());
-	sigaddset(set, SIGIO); /* sent instead when the queue of the first is full */
+	sigaddset(set, SIGIO);
 }
 
 /* Empties the queue (an event that matches the last one queued raises no
@@ -71,8 +68,14 @@ static void set_mask(int how)
 
 void watch_start(void)
 {
+	struct sigaction sa = { .sa_sigaction = on_event, .sa_flags = SA_SIGINFO | SA_RESTART };
+
 	set_mask(SIG_BLOCK);
-	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+	/* now: a reader takes SIGIO from its first request on */
+	sigemptyset(&sa.sa_mask);
+	watch_signals(&sa.sa_mask);
+	if (sigaction(SIGIO, &sa, NULL) == 0)
+		__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
 }
 
 void watch_reader(void)
@@ -94,17 +97,12 @@ uint64_t watch_generation(void)
 
 static int set_up_locked(void)
 {
-	struct sigaction sa = { .sa_sigaction = on_event, .sa_flags = SA_SIGINFO | SA_RESTART };
 	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	sigemptyset(&sa.sa_mask);
-	watch_signals(&sa.sa_mask);
 	__atomic_store_n(&inotify_fd, fd, __ATOMIC_RELEASE);
-	if (sigaction(watch_signal(), &sa, NULL) < 0 || sigaction(SIGIO, &sa, NULL) < 0
-	    || fcntl(fd, F_SETSIG, watch_signal()) < 0 || fcntl(fd, F_SETOWN, getpid()) < 0
-	    || fcntl(fd, F_SETFL, O_NONBLOCK | O_ASYNC) < 0) {
+	if (fcntl(fd, F_SETOWN, getpid()) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK | O_ASYNC) < 0) {
 		int err = errno;
 
 		fcntl(fd, F_SETFL, O_NONBLOCK);
@@ -151,14 +149,20 @@ static int add(const char *path, uint32_t events)
 
 int watch_file(const char *path)
 {
-	char *dir;
+	char *dir, *real;
 	int rc;
 
 	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE))
 		return -ENOSYS;
 	if (path[0] != '/' || !changes_seen_here(path))
 		return -EREMOTE;
-	rc = set_up();
+	/* a symbolic link on the way may be pointed elsewhere, which no
+	 * watch of the path's folders sees */
+	real = realpath(path, NULL);
+	rc = real && !strcmp(real, path) ? 0 : -ELOOP;
+	free(real);
+	if (rc == 0)
+		rc = set_up();
 	if (rc == 0)
 		rc = add(path, FILE_EVENTS);
 	dir = g_path_get_dirname(path);

@@ -2,7 +2,7 @@
  * for with a stat(2) at every open.
  *
  * An event is queued in the changing program's own system call, and raised
- * as a signal to this process; only the thread that reads FUSE requests
+ * as a signal (SIGIO) to this process; only the thread that reads FUSE requests
  * takes that signal, so its handler has run before that thread reads a
  * request made after the change.  A check then trusts a file's stamp until
  * the generation moves: no system call while nothing changed. */

@@ -94,6 +94,16 @@ void worker_push(struct worker *w, void *item)
 	pthread_mutex_unlock(&w->lock);
 }
 
+int worker_pending(struct worker *w)
+{
+	int pending;
+
+	pthread_mutex_lock(&w->lock);
+	pending = w->finished < w->pushed;
+	pthread_mutex_unlock(&w->lock);
+	return pending;
+}
+
 int worker_wait(struct worker *w, unsigned timeout_ms)
 {
 	struct timespec until = { 0 };

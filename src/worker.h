@@ -14,6 +14,9 @@ struct worker *worker_new(const char *name, void (*fn)(void *item, void *ctx), v
 
 void worker_push(struct worker *w, void *item);
 
+/* Whether items pushed so far are not all done. */
+int worker_pending(struct worker *w);
+
 /* Waits until every item pushed so far is done (0), or timeout_ms passed
  * (-ETIMEDOUT). */
 int worker_wait(struct worker *w, unsigned timeout_ms);
