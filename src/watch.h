@@ -5,7 +5,8 @@
  * as a signal (SIGIO) to this process; only the thread that reads FUSE requests
  * takes that signal, so its handler has run before that thread reads a
  * request made after the change.  A check then trusts a file's stamp until
- * the generation moves: no system call while nothing changed. */
+ * the generation moves, or a second at most (writes through a shared map
+ * raise no event): no system call per open while nothing changed. */
 #ifndef EIFS_WATCH_H
 #define EIFS_WATCH_H
 
@@ -20,9 +21,10 @@ void watch_start(void);
 /* 0 while nothing is watched; then a count that every event raises. */
 uint64_t watch_generation(void);
 
-/* Watches a file and the names in its folder.  0 when armed; -errno when
- * not: no watch_start, no inotify, or a file system whose changes may
- * come from elsewhere (a network share), where only a stat sees them. */
+/* Watches a file, the names in its folder and the folders above it.  0
+ * when armed; -errno when not: no watch_start, no inotify, a symbolic link
+ * on the way, or a file system whose changes may come from elsewhere (a
+ * network share): there only a stat sees them. */
 int watch_file(const char *path);
 
 /* The reader of requests takes the signals (watch_reader), and gives them
