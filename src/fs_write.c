@@ -571,6 +571,12 @@ void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs *fs = fuse_req_userdata(req);
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
+	/* read-only, opens send nothing (fs_init) and no close has anything
+	 * to save: ENOSYS tells the kernel to stop sending flushes too */
+	if (!fs->writable) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if (h && h->fd >= 0)
 		fs_loose_written(fs, h);
 	fuse_reply_err(req, h && h->edit && h->wrote ? -save_handle(fs, h) : 0);

@@ -52,6 +52,26 @@ check "writing an entry fails: read-only file system" grep -q 'Read-only file sy
 check "creating an entry fails: read-only file system" grep -q 'Read-only file system' "$WORK/w2.err"
 check "the archive is untouched" [ "$(md5sum < "$DEMO/texts.res")" = "$sum" ]
 
+# -o ro asks the daemon nothing to open, read and close a file it served
+# before: no OPEN, no FLUSH, no RELEASE (the kernel keeps the pages)
+if command -v strace > /dev/null; then
+	cat "$M/texts.res/map.txt" "$M/texts.res/map.txt" > /dev/null
+	pid=$(daemon_pids "$M" | head -n1)
+	strace -f -qq -e trace=read -o "$WORK/ro.trace" -p "$pid" & tracer=$!
+	sleep 0.5
+	for _ in $(seq 50); do cat "$M/texts.res/map.txt" > /dev/null; done
+	# a name never asked for: one LOOKUP, the proof strace did attach
+	stat "$M/texts.res/no such entry $$" > /dev/null 2>&1
+	sleep 0.2
+	kill $tracer; wait $tracer 2>/dev/null
+	asked=$(grep -c '^[0-9]* *read(' "$WORK/ro.trace")
+	if [ "$asked" -lt 1 ]; then
+		echo "skipped: strace could not follow the daemon (ptrace not allowed?)"
+	else
+		check "50 reads of a cached file ask a read-only mount nothing (requests read: $asked, the lookup among them)" [ "$asked" -le 4 ]
+	fi
+fi
+
 # parallel readers
 pids=""
 for i in 1 2 3 4 5 6 7 8; do
