@@ -66,9 +66,11 @@ if [[ $SCALE == full ]]; then RESULTS=$BENCH_DIR/results.md; else RESULTS=$BENCH
 
 # ---------------------------------------------------------------- mounts and cleanup
 KINDS=(eifs sqfs)
-declare -A KIND_NAME=([eifs]=eifs [sqfs]=squashfuse_ll)
+# eifs -o ro, a snapshot as squashfuse_ll is: one more line, on "small" only
+RO_KINDS=(eiro sqfs)
+declare -A KIND_NAME=([eifs]=eifs [sqfs]=squashfuse_ll [eiro]="eifs -o ro")
 TREES=(small big many)
-ALL_MNTS=()
+ALL_MNTS=("$W/mnt/eiro-small")
 for k in "${KINDS[@]}"; do for t in "${TREES[@]}"; do ALL_MNTS+=("$W/mnt/$k-$t"); done; done
 
 is_mounted() { awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/self/mounts; }
@@ -85,11 +87,11 @@ proc_state() { # PID -> one-letter state, empty when gone
 daemon_pids() { # KIND MNT
 	local kind=$1 mnt=$2 comm p a hit
 	local -a argv
-	if [[ $kind == eifs ]]; then comm=$(basename "$EIFS"); else comm=squashfuse_ll; fi
+	if [[ $kind == ei* ]]; then comm=$(basename "$EIFS"); else comm=squashfuse_ll; fi
 	for p in $(pgrep -x -- "${comm:0:15}" || true); do
 		mapfile -d '' -t argv 2>/dev/null <"/proc/$p/cmdline" || continue
 		(( ${#argv[@]} >= 3 )) || continue
-		[[ $kind != eifs || ${argv[1]} == mount ]] || continue
+		[[ $kind != ei* || ${argv[1]} == mount ]] || continue
 		hit=0
 		for a in "${argv[@]:1}"; do [[ $a == "$mnt" ]] && hit=1; done
 		(( hit )) || continue
@@ -121,6 +123,7 @@ mount_prep() { # MNT: outside the timed part of mounting
 do_mount() { # KIND IMAGE MNT (mount_prep first)
 	case $1 in
 	eifs) "$EIFS" mount "$2" "$3" "${eifs_opts[@]}" ;;
+	eiro) "$EIFS" mount "$2" "$3" "${eifs_opts[@]}" -o ro ;;
 	sqfs) squashfuse_ll "${sqfs_opts[@]}" "$2" "$3" ;;
 	esac || die "${KIND_NAME[$1]} failed to mount $2 on $3 (exit $?)"
 }
@@ -146,7 +149,7 @@ cleanup() {
 	local rc=$? m k p
 	trap - EXIT INT TERM HUP
 	for m in "${ALL_MNTS[@]}"; do
-		for k in "${KINDS[@]}"; do
+		for k in eiro "${KINDS[@]}"; do
 			is_mounted "$m" && fusermount3 -u "$m" 2>/dev/null
 			for p in $(daemon_pids "$k" "$m"); do
 				wait_gone "$p" 2 && continue
@@ -282,7 +285,7 @@ SMALL_BYTES=$(cd "$W/src-small" && find . -type f -printf '%s\n' | awk '{ s += $
 KNOWN=$(printf 'd%03d/f%06d.dat' $(( MANY_DIRS - 1 )) $(( N_MANY - 1 )))   # last file of "many"
 [[ -f $W/src-many/$KNOWN ]] || die "generator bug: $W/src-many/$KNOWN missing"
 
-image() { if [[ $1 == eifs ]]; then echo "$W/$2.res"; else echo "$W/$2.sqfs"; fi; }
+image() { if [[ $1 == ei* ]]; then echo "$W/$2.res"; else echo "$W/$2.sqfs"; fi; }
 mnt()   { echo "$W/mnt/$1-$2"; }
 
 # ---------------------------------------------------------------- measuring
@@ -304,15 +307,18 @@ cmd_find()  { find "$1" -printf '%s %i\n'; }
 cmd_read()  { (cd "$1" && xargs -0 cat -- <"$W/small.list"); }
 cmd_dd()    { dd if="$1/big.bin" of=/dev/null bs=1M status=none; }
 
-# bench LINE TREE CMD cold|warm: N interleaved runs on the mounts (already up)
+# bench LINE TREE CMD cold|warm [KIND...]: N interleaved runs on the mounts
+# (already up) of the KINDs, by default KINDS
 bench() {
 	local line=$1 tree=$2 cmd=$3 mode=$4 i k
+	local -a kinds=("${@:5}")
+	(( ${#kinds[@]} )) || kinds=("${KINDS[@]}")
 	say "$line ($RUNS runs)"
 	if [[ $mode == warm ]]; then
-		for k in "${KINDS[@]}"; do "$cmd" "$(mnt "$k" "$tree")" >/dev/null || die "$cmd failed on ${KIND_NAME[$k]}"; done
+		for k in "${kinds[@]}"; do "$cmd" "$(mnt "$k" "$tree")" >/dev/null || die "$cmd failed on ${KIND_NAME[$k]}"; done
 	fi
 	for (( i = 0; i < RUNS; i++ )); do
-		for k in "${KINDS[@]}"; do
+		for k in "${kinds[@]}"; do
 			[[ $mode == cold ]] && drop_caches
 			timed "$cmd" "$(mnt "$k" "$tree")"
 			add "$line" "$k" "$US"
@@ -338,19 +344,24 @@ mount_ready() { # KIND
 }
 
 # Sanity: the mounts show the same trees as the sources (not timed).
-check_mounts() {
-	local k m n want f i
+check_small() { # KIND
+	local k=$1 m n i
 	local -a sample
 	mapfile -d '' -t sample <"$W/small.list"
+	m=$(mnt "$k" small)
+	n=$(find "$m" -type f | wc -l) || die "${KIND_NAME[$k]}: find $m failed"
+	(( n == N_SMALL )) || die "${KIND_NAME[$k]}: $m has $n files, expected $N_SMALL"
+	n=$(cmd_read "$m" | wc -c) || die "${KIND_NAME[$k]}: reading all files of $m failed"
+	(( n == SMALL_BYTES )) || die "${KIND_NAME[$k]}: reading all of $m gave $n bytes, expected $SMALL_BYTES"
+	for (( i = 0; i < ${#sample[@]}; i += ${#sample[@]} / 16 + 1 )); do
+		cmp -s "$W/src-small/${sample[i]}" "$m/${sample[i]}" || die "${KIND_NAME[$k]}: $m/${sample[i]} differs from the source"
+	done
+}
+
+check_mounts() {
+	local k m n want f
 	for k in "${KINDS[@]}"; do
-		m=$(mnt "$k" small)
-		n=$(find "$m" -type f | wc -l) || die "${KIND_NAME[$k]}: find $m failed"
-		(( n == N_SMALL )) || die "${KIND_NAME[$k]}: $m has $n files, expected $N_SMALL"
-		n=$(cmd_read "$m" | wc -c) || die "${KIND_NAME[$k]}: reading all files of $m failed"
-		(( n == SMALL_BYTES )) || die "${KIND_NAME[$k]}: reading all of $m gave $n bytes, expected $SMALL_BYTES"
-		for (( i = 0; i < ${#sample[@]}; i += ${#sample[@]} / 16 + 1 )); do
-			cmp -s "$W/src-small/${sample[i]}" "$m/${sample[i]}" || die "${KIND_NAME[$k]}: $m/${sample[i]} differs from the source"
-		done
+		check_small "$k"
 		m=$(mnt "$k" big)
 		n=$(stat -c %s "$m/big.bin") || die "${KIND_NAME[$k]}: cannot stat $m/big.bin"
 		(( n == BIG_BYTES )) || die "${KIND_NAME[$k]}: $m/big.bin has $n bytes, expected $BIG_BYTES"
@@ -410,6 +421,12 @@ bench read_warm small cmd_read warm
 bench dd_cold big cmd_dd cold
 bench dd_warm big cmd_dd warm
 
+mount_prep "$(mnt eiro small)"
+do_mount eiro "$(image eiro small)" "$(mnt eiro small)"
+check_small eiro
+bench read_warm_ro small cmd_read warm "${RO_KINDS[@]}"
+do_umount eiro "$(mnt eiro small)"
+
 for k in "${KINDS[@]}"; do for t in "${TREES[@]}"; do do_umount "$k" "$(mnt "$k" "$t")"; done; done
 
 say "daemon RSS after find over a fresh mount ($RUNS runs)"
@@ -427,9 +444,9 @@ mb()    { awk -v k="$1" 'BEGIN { printf "%.1f MB", k * 1024 / 1e6 }'; }
 if [[ $SCALE == full ]]; then full=1; else full=0; fi
 fails=0
 ROWS=()
-row() { # LINE LABEL UNIT TARGET-KIND
-	local line=$1 label=$2 unit=$3 tk=$4 e s ratio cell_e cell_s target met ok
-	e=$(median "${VALS["$line|eifs"]}")
+row() { # LINE LABEL UNIT TARGET-KIND [EIFS-KIND]
+	local line=$1 label=$2 unit=$3 tk=$4 ek=${5:-eifs} e s ratio cell_e cell_s target met ok
+	e=$(median "${VALS["$line|$ek"]}")
 	s=$(median "${VALS["$line|sqfs"]}")
 	ratio=$(awk -v e="$e" -v s="$s" 'BEGIN { if (s > 0) printf "%.2f", e / s; else print "n/a" }')
 	case $unit in
@@ -461,6 +478,7 @@ row find_cold  "find -printf '%s %i', cold ($N_MANY entries)"              ms ra
 row find_warm  "find -printf '%s %i', warm ($N_MANY entries)"              ms ratio
 row read_cold  "read all $N_SMALL small files, cold"                       ms ratio
 row read_warm  "read all $N_SMALL small files, warm"                       ms ratio
+row read_warm_ro "read all $N_SMALL small files, warm, eifs -o ro (a snapshot, like squashfuse_ll)" ms info eiro
 row dd_cold    "dd one $big_label entry, cold"                             dd ratio
 row dd_warm    "dd one $big_label entry, warm"                             dd ratio
 row rss        "daemon RSS after find ($N_MANY entries)"                   mb rss
