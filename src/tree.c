@@ -243,6 +243,8 @@ void tree_source_unref(struct tree_source *s)
 {
 	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
+	if (__atomic_load_n(&s->watched, __ATOMIC_ACQUIRE) > 0)
+		watch_forget(__atomic_load_n(&s->watch_wd, __ATOMIC_RELAXED));
 	close(s->fd);
 	g_free(s->path);
 	g_free(s);
@@ -1582,6 +1584,22 @@ static uint64_t coarse_ms(void)
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
+/* Records what watch_file gave (watched: 1 or -1); false when another
+ * thread did first, and the watch taken here is given back. */
+static int arm_once(struct tree_source *s, int wd, int watched)
+{
+	int none = 0;
+
+	if (!__atomic_compare_exchange_n(&s->watched, &none, watched, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (wd >= 0)
+			watch_forget(wd);
+		return 0;
+	}
+	/* read only when the last reference goes, after this thread's */
+	__atomic_store_n(&s->watch_wd, wd, __ATOMIC_RELAXED);
+	return 1;
+}
+
 /* Looks at the file only when the kernel told of a change since it last
  * did (or cannot tell), or a second after: the watch is armed before the
  * look, and the generation read before it, so a change after the look
@@ -1596,8 +1614,11 @@ static int archive_changed(struct tree_source *s)
 	    && now < __atomic_load_n(&s->fresh_until, __ATOMIC_RELAXED))
 		return 0;
 	if (!watched) {
-		watched = watch_file(s->path) == 0 ? 1 : -1;
-		__atomic_store_n(&s->watched, watched, __ATOMIC_RELEASE);
+		int wd = watch_file(s->path);
+
+		watched = wd >= 0 ? 1 : -1;
+		if (!arm_once(s, wd, watched))
+			watched = __atomic_load_n(&s->watched, __ATOMIC_ACQUIRE);
 		generation = watch_generation();
 	}
 	changed = stat(s->path, &st) < 0 || !tree_same_stamp(&st, &s->stamp) || (s->racy && !racy(&s->stamp.st_ctim));

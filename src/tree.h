@@ -39,6 +39,7 @@ struct tree_source {
 				     * be gone) or its stamp was racy */
 	int watched;                /* 1: the kernel tells of changes (watch.h);
 				     * -1: it cannot; 0: not asked yet */
+	int watch_wd;               /* when watched: the file's, to forget */
 	uint64_t fresh;             /* the watch generation in which the file was
 				     * last found as stamped: no need to look
 				     * again while it lasts, until fresh_until */

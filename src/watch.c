@@ -18,6 +18,11 @@ static int inotify_fd = -1;          /* set once, under init_lock */
 static int init_error;               /* -errno of a failed set-up: not tried again */
 static uint64_t generation;          /* 0 until set up */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+/* watch_file calls not yet forgotten, by the file's watch descriptor (one
+ * inode has one, however many times or names it is watched by); folders
+ * stay watched: they are shared and few */
+static GHashTable *file_users;       /* wd -> count, under users_lock */
+static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A change of the file's bytes, times, mode or link count, or of its name */
 #define FILE_EVENTS (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
@@ -147,10 +152,46 @@ static int add(const char *path, uint32_t events)
 	return inotify_add_watch(inotify_fd, path, events | IN_MASK_ADD) < 0 ? -errno : 0;
 }
 
+/* Arms the file's own watch and counts this use of it. */
+static int add_file(const char *path)
+{
+	int wd;
+
+	pthread_mutex_lock(&users_lock);
+	wd = inotify_add_watch(inotify_fd, path, FILE_EVENTS | IN_MASK_ADD);
+	if (wd >= 0) {
+		gpointer key = GINT_TO_POINTER(wd);
+
+		if (!file_users)
+			file_users = g_hash_table_new(NULL, NULL);
+		g_hash_table_insert(file_users, key,
+				    GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(file_users, key)) + 1));
+	}
+	pthread_mutex_unlock(&users_lock);
+	return wd >= 0 ? wd : -errno;
+}
+
+void watch_forget(int wd)
+{
+	gpointer key = GINT_TO_POINTER(wd);
+	unsigned users;
+
+	pthread_mutex_lock(&users_lock);
+	users = file_users ? GPOINTER_TO_UINT(g_hash_table_lookup(file_users, key)) : 0;
+	if (users > 1) {
+		g_hash_table_insert(file_users, key, GUINT_TO_POINTER(users - 1));
+	} else if (users == 1) {
+		g_hash_table_remove(file_users, key);
+		/* EINVAL when the kernel already dropped it (the file deleted) */
+		inotify_rm_watch(inotify_fd, wd);
+	}
+	pthread_mutex_unlock(&users_lock);
+}
+
 int watch_file(const char *path)
 {
 	char *dir, *real;
-	int rc;
+	int rc, wd = -1;
 
 	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE))
 		return -ENOSYS;
@@ -163,8 +204,8 @@ int watch_file(const char *path)
 	free(real);
 	if (rc == 0)
 		rc = set_up();
-	if (rc == 0)
-		rc = add(path, FILE_EVENTS);
+	if (rc == 0 && (wd = add_file(path)) < 0)
+		rc = wd;
 	dir = g_path_get_dirname(path);
 	if (rc == 0)
 		rc = add(dir, FOLDER_EVENTS | IN_ONLYDIR);
@@ -176,5 +217,7 @@ int watch_file(const char *path)
 		rc = add(dir, ABOVE_EVENTS | IN_ONLYDIR);
 	}
 	g_free(dir);
-	return rc;
+	if (rc < 0 && wd >= 0)
+		watch_forget(wd);
+	return rc < 0 ? rc : wd;
 }

@@ -21,11 +21,16 @@ void watch_start(void);
 /* 0 while nothing is watched; then a count that every event raises. */
 uint64_t watch_generation(void);
 
-/* Watches a file, the names in its folder and the folders above it.  0
- * when armed; -errno when not: no watch_start, no inotify, a symbolic link
- * on the way, or a file system whose changes may come from elsewhere (a
- * network share): there only a stat sees them. */
+/* Watches a file, the names in its folder and the folders above it.  The
+ * file's watch descriptor (>= 0) when armed, to give to watch_forget;
+ * -errno when not: no watch_start, no inotify, a symbolic link on the way,
+ * or a file system whose changes may come from elsewhere (a network
+ * share): there only a stat sees them. */
 int watch_file(const char *path);
+
+/* Ends one watch_file of the file wd: when it was the last, the kernel
+ * stops watching it and lets its inode go (a file renamed away). */
+void watch_forget(int wd);
 
 /* The reader of requests takes the signals (watch_reader), and gives them
  * up before it hands the reading on (watch_not_reader). */
