@@ -589,6 +589,14 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
+	if (inode_opened_stat(fs->inodes, in, &st)) {
+		/* fstat(2) of a file open while another program took it
+		 * away (its archive renamed out of the folder, the entry
+		 * deleted): what it was, as its reads give */
+		st.st_nlink = 0;
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
 	fuse_reply_err(req, ESTALE); /* as for open */
 }
 

@@ -443,6 +443,43 @@ watched_fs() { # the local file systems of src/watch.c, as stat -f names them
 race_check "inotify"
 race_check "a stat at each open" EIFS_NO_WATCH=1
 
+# an archive renamed out of the folder is no longer watched once nothing
+# of it is open: the kernel lets its inode go
+inotify_has() { # PID HEX-INODE: a watch of the daemon is on that inode
+	for fd in /proc/"$1"/fd/*; do
+		[ "$(readlink "$fd")" = anon_inode:inotify ] || continue
+		grep -q "^inotify wd:[0-9]* ino:$2 " /proc/"$1"/fdinfo/"${fd##*/}" && return 0
+	done
+	return 1
+}
+V=$WORK/away
+rm -rf "$V" && mkdir -p "$V/src" "$V/g" "$V/gone" "$V/m"
+printf hello > "$V/src/a.txt"
+"$E" pack "$V/src" "$V/g/a.res" > /dev/null
+if ! watched_fs "$V"; then
+	echo "skipped: $(stat -f -c %T "$V") is no file system eifs watches"
+elif "$EIFS" mount "$V/g" "$V/m"; then
+	MOUNTS="$MOUNTS $V/m"
+	pid=$(daemon_pids "$V/m" | head -n1)
+	ino=$(printf %x "$(stat -c %i "$V/g/a.res")")
+	cat "$V/m/a.res/a.txt" > /dev/null
+	check "an archive read through the mount is watched" inotify_has "$pid" "$ino"
+	exec 7< "$V/m/a.res/a.txt"
+	mv "$V/g/a.res" "$V/gone/"
+	ls "$V/m" > /dev/null
+	check "... renamed away while open: still watched (its reads go on)" inotify_has "$pid" "$ino"
+	check "... and still readable through the open descriptor" eval '[ "$(cat <&7)" = hello ]'
+	exec 7<&-
+	sleep 0.2
+	check "... closed: its watch is gone" not inotify_has "$pid" "$ino"
+	mv "$V/gone/a.res" "$V/g/"
+	check "... renamed back: read again, and watched" eval '[ "$(cat "$V/m/a.res/a.txt")" = hello ] && inotify_has "$pid" "$ino"'
+	do_umount "$V/m"
+	check "... its daemon ends" no_daemon "$V/m"
+else
+	fail "mount $V/g"
+fi
+
 for a in texts.res quests.res; do
 	check "$a checks clean" "$E" check "$G/$a" > /dev/null
 done
