@@ -16,6 +16,8 @@
 #include "res.h"
 #include "res_commit.h"
 #include "save.h"
+#include "tree.h"
+#include "views.h"
 
 /* The longest prefix of arg that is an archive file on disk, or NULL. */
 static char *archive_file(const char *arg)
@@ -47,7 +49,8 @@ static int fault_at_env_step(void *ctx, int step)
 	return step == *(const int *)ctx;
 }
 
-/* Carries one change out to the archive file arg lies in. */
+/* Carries one change out to the archive file arg lies in, to the entry
+ * op->path (below the file) or, when that is NULL, the one arg names. */
 static int run_job(const char *arg, struct save_op *op)
 {
 	struct res_commit_options opt = { .align = 1 };
@@ -65,12 +68,70 @@ static int run_job(const char *arg, struct save_op *op)
 		opt.fault = fault_at_env_step;
 		opt.fault_ctx = &fault_step;
 	}
-	op->path = arg + strlen(file);
+	if (!op->path)
+		op->path = arg + strlen(file);
 	rc = save_archive(file, op, 1, &opt, &err, NULL);
 	if (rc < 0)
 		fprintf(stderr, "eifs: %s: %s\n", arg, err.msg);
 	g_free(file);
 	return rc < 0 ? EXIT_PROBLEMS : EXIT_OK; /* 1: it already was so */
+}
+
+/* ---- views --------------------------------------------------------------- */
+
+/* The path of n below the root of its tree, as save_op wants it. */
+static char *path_below_root(const struct tree_node *n)
+{
+	GString *s = g_string_new(NULL);
+
+	for (; n->parent; n = n->parent) {
+		g_string_prepend(s, n->name);
+		g_string_prepend_c(s, '/');
+	}
+	return g_string_free(s, FALSE);
+}
+
+/* When arg names a view in its archive (x.ini beside x.reg), what putting
+ * text there means: the source the text stands for, in *source_path and
+ * *source (both the caller's), as a save through a mount makes it.
+ * Returns 0 (a view, or no view and nothing set: an entry is put), or -1
+ * after saying why not (a view that is not editable, text that does not
+ * parse).  A real entry of that name is an entry, not a view. */
+static int view_put(const char *arg, const unsigned char *text, size_t len, char **source_path,
+		    GByteArray **source)
+{
+	char *file = archive_file(arg), *inside;
+	struct format_error ferr = { 0 };
+	struct tree_node *n = NULL;
+	struct tree *t = NULL;
+	int err = 0, rc = 0;
+
+	if (!file || !views_may_name(arg)) {
+		g_free(file);
+		return 0; /* an entry; run_job tells when there is no archive */
+	}
+	inside = g_strdelimit(g_strdup(arg + strlen(file)), "\\", '/');
+	t = tree_open(file, &err);
+	if (t) /* a new entry's name resolves to nothing: put as an entry */
+		n = tree_resolve(t, tree_root(t), inside, &err);
+	if (n && n->kind == NODE_VIEW) {
+		if (!view_is_editable(n->view)) {
+			fprintf(stderr, "eifs: put: %s: a %s view is made from its source, not saved to it"
+				" (put the source instead)\n", arg, view_type_label(n->view));
+			rc = -1;
+		} else if (!(*source = view_to_source(n->view, text, len, &ferr))) {
+			/* the message names the line */
+			fprintf(stderr, "eifs: put: %s: %s; the archive is untouched\n", arg, ferr.msg);
+			rc = -1;
+		} else {
+			*source_path = path_below_root(view_source(n));
+		}
+	}
+	if (t)
+		tree_free(t);
+	g_free(inside);
+	g_free(file);
+	return rc;
 }
 
 /* ---- put, rm, compact ---------------------------------------------------- */
@@ -139,7 +200,8 @@ int cmd_put(int argc, char **argv)
 	};
 	struct save_op j = { .op = RES_PUT };
 	GMappedFile *map = NULL;
-	GByteArray *buf = g_byte_array_new();
+	GByteArray *buf = g_byte_array_new(), *source = NULL;
+	char *source_path = NULL;
 	int64_t fixed_time = -1;
 	int c, status;
 
@@ -166,8 +228,18 @@ int cmd_put(int argc, char **argv)
 	status = put_input(argc == 2 ? argv[1] : NULL, &j, &map, buf) < 0 ? EXIT_PROBLEMS : EXIT_OK;
 	if (fixed_time >= 0)
 		j.mtime = (uint32_t)fixed_time;
+	if (status == EXIT_OK && view_put(argv[0], j.data, j.len, &source_path, &source) < 0)
+		status = EXIT_PROBLEMS;
+	if (source) {
+		j.path = source_path;
+		j.data = source->data;
+		j.len = source->len;
+	}
 	if (status == EXIT_OK)
 		status = run_job(argv[0], &j);
+	if (source)
+		g_byte_array_unref(source);
+	g_free(source_path);
 	if (map)
 		g_mapped_file_unref(map);
 	g_byte_array_unref(buf);

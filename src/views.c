@@ -197,6 +197,19 @@ GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len,
 	return out;
 }
 
+int views_may_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	for (unsigned i = 0; i < G_N_ELEMENTS(types); i++) {
+		size_t n = strlen(types[i].suffix);
+
+		if (len > n && g_ascii_strcasecmp(name + len - n, types[i].suffix) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 const char *view_type_label(unsigned type)
 {
 	return type < G_N_ELEMENTS(types) ? types[type].label : "?";

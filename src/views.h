@@ -35,6 +35,10 @@ int view_is_editable(unsigned type);
  * offset = the text's line).  The result is the caller's. */
 GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len, struct format_error *err);
 
+/* Whether name ends as the name of some view does (".ini", ".txt"...):
+ * when not, no file's view has it. */
+int views_may_name(const char *name);
+
 /* What a view type is, for messages: "PNG", "INI"... */
 const char *view_type_label(unsigned type);
 

@@ -86,6 +86,32 @@ fresh figures.res
 check "put three archives deep" same "$WORK/figures.res/unmotr.anm/cidle/hd" "$WORK/map.new"
 check "three levels check clean" checked "$WORK/figures.res"
 
+# ---- put through a view: the text is saved to its source, as through a mount
+fresh quests.res
+V=$WORK/quests.res/z1q1.mq/z1q1
+entries() { "$E" ls -R "$1" | sort; }
+"$E" cat "$V/quest.ini" | sed 's/^exp=.*/exp=9999/' > "$WORK/quest.ini"
+grep -q '^exp=9999' "$WORK/quest.ini" || fail "the demo quest.ini has an exp= line"
+list=$(entries "$WORK/quests.res")
+"$E" put "$V/quest.ini" "$WORK/quest.ini"; rc=$?
+check "put of an INI view succeeds" [ $rc -eq 0 ]
+check "... its REG now reads back as that text" same "$V/quest.ini" "$WORK/quest.ini"
+check "... it wrote quest.reg, no entry named quest.ini" [ "$(entries "$WORK/quests.res")" = "$list" ]
+check "... the archive checks clean" checked "$WORK/quests.res"
+printf '[quest]\r\nexp=1\r\n[broken\r\n' > "$WORK/bad.ini"
+sum=$(md5sum < "$WORK/quests.res")
+"$E" put "$V/quest.ini" "$WORK/bad.ini" 2> "$WORK/err"; rc=$?
+check "an INI that does not parse is refused, naming the line" eval '[ $rc -eq 1 ] && grep -q "quest.ini: line 3" "$WORK/err"'
+check "... and the archive is untouched" [ "$(md5sum < "$WORK/quests.res")" = "$sum" ]
+printf 'Кто там?\r\n' | "$E" put "$WORK/quests.res/z1q1.mq/quest z1q1.txt" -
+check "put of a game text's view writes it in cp1251" \
+	sh -c "'$E' cat '$WORK/quests.res/z1q1.mq/quest z1q1' | iconv -f CP1251 -t UTF-8 | grep -qx 'Кто там?.'"
+fresh textures.res
+sum=$(md5sum < "$WORK/textures.res")
+"$E" put "$WORK/textures.res/cursor.png" "$WORK/quest.ini" 2> "$WORK/err"; rc=$?
+check "put of a view made one way only (PNG) is refused" eval '[ $rc -eq 1 ] && grep -q "PNG view" "$WORK/err"'
+check "... and the archive is untouched" [ "$(md5sum < "$WORK/textures.res")" = "$sum" ]
+
 # ---- a crash before each step of the commit -------------------------------
 # Steps 1-4 come before the header switch: the old archive; step 5 only
 # misses the final flush: the new one.
