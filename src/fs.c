@@ -589,10 +589,12 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
-	if (inode_opened_stat(fs->inodes, in, &st)) {
+	if ((h && h->read_open) || inode_opened_stat(fs->inodes, in, &st)) {
 		/* fstat(2) of a file open while another program took it
 		 * away (its archive renamed out of the folder, the entry
 		 * deleted): what it was, as its reads give */
+		if (h && h->read_open)
+			st = h->st;
 		st.st_nlink = 0;
 		fuse_reply_attr(req, &st, 0);
 		return;
@@ -660,6 +662,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->fd = -1;
 	stat_inode(fs, in, n, &h->st);
 	inode_opened(fs->inodes, in, &h->st);
+	h->read_open = 1;
 	/* what was opened, for reads after it is gone (deleted, renamed
 	 * over): an entry's bytes stay in the archive file, a view's are
 	 * kept (an open of a view converts it: a read comes next) */
@@ -701,6 +704,8 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		tree_source_unref(h->src);
 		if (h->bytes)
 			g_bytes_unref(h->bytes);
+		if (h->read_open)
+			inode_closed(fs->inodes, h->inode);
 		if (h->inode)
 			inode_unref(fs->inodes, h->inode);
 		g_free(h);

@@ -65,6 +65,7 @@ struct handle {
 	struct stat st;            /* the attributes when opened, the same */
 	int status;                /* the status file */
 	int wrote;                 /* written through since opened: a close saves */
+	int read_open;             /* counted by inode_opened, until release */
 };
 
 /* Under ThreadSanitizer, what was done before a reply is ordered before

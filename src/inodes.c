@@ -212,6 +212,15 @@ void inode_opened(struct inodes *s, struct inode *in, const struct stat *st)
 	if (!in->opened_st)
 		in->opened_st = g_new(struct stat, 1);
 	*in->opened_st = *st;
+	in->reads_open++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void inode_closed(struct inodes *s, struct inode *in)
+{
+	pthread_mutex_lock(&s->lock);
+	if (in->reads_open > 0)
+		in->reads_open--;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -220,7 +229,7 @@ int inode_opened_stat(struct inodes *s, struct inode *in, struct stat *st)
 	int known;
 
 	pthread_mutex_lock(&s->lock);
-	known = in->opened_st != NULL;
+	known = in->opened_st != NULL && in->reads_open > 0;
 	if (known)
 		*st = *in->opened_st;
 	pthread_mutex_unlock(&s->lock);

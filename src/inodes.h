@@ -29,6 +29,7 @@ struct inode {
 	int pinned;                /* a reference its edit holds (fs_edit_pin) */
 	struct stat *opened_st;    /* its attributes when last opened: what
 				    * fstat shows after it is gone */
+	uint32_t reads_open;       /* opened for reading and not yet released */
 };
 
 struct inodes;
@@ -54,9 +55,12 @@ struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_
  * (fs_write.c), counted as one kernel reference. */
 struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char *name, uint64_t ino);
 
-/* Remembers the attributes an inode was opened with; inode_opened_stat
- * gives them back (returns 0 when it was never opened). */
+/* Counts an open for reading and remembers the attributes it was opened
+ * with, until inode_closed; inode_opened_stat gives the last back while
+ * some open lasts (returns 0 when none does: a stat of a path whose file
+ * went is ESTALE, not a file gone while open). */
 void inode_opened(struct inodes *s, struct inode *in, const struct stat *st);
+void inode_closed(struct inodes *s, struct inode *in);
 int inode_opened_stat(struct inodes *s, struct inode *in, struct stat *st);
 
 /* One more kernel reference to an inode found by inodes_find. */

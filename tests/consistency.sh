@@ -469,11 +469,20 @@ elif "$EIFS" mount "$V/g" "$V/m"; then
 	ls "$V/m" > /dev/null
 	check "... renamed away while open: still watched (its reads go on)" inotify_has "$pid" "$ino"
 	check "... and still readable through the open descriptor" eval '[ "$(cat <&7)" = hello ]'
+	check "... whose fstat shows no links" eval '[ "$(stat -c %h - <&7)" = 0 ]'
 	exec 7<&-
-	sleep 0.2
+	# the release reaches the daemon after close returns
+	for _ in $(seq 50); do inotify_has "$pid" "$ino" || break; sleep 0.1; done
 	check "... closed: its watch is gone" not inotify_has "$pid" "$ino"
 	mv "$V/gone/a.res" "$V/g/"
 	check "... renamed back: read again, and watched" eval '[ "$(cat "$V/m/a.res/a.txt")" = hello ] && inotify_has "$pid" "$ino"'
+	# a file read once and closed, then removed by another program: a
+	# stat of its name once the attributes expire finds nothing
+	printf x > "$V/g/loose.txt"
+	cat "$V/m/loose.txt" > /dev/null
+	rm "$V/g/loose.txt"
+	sleep 1.2
+	check "a loose file read, closed, then removed by another program is gone from the mount" not stat "$V/m/loose.txt" 2>/dev/null
 	do_umount "$V/m"
 	check "... its daemon ends" no_daemon "$V/m"
 else
