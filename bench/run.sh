@@ -149,7 +149,7 @@ cleanup() {
 	local rc=$? m k p
 	trap - EXIT INT TERM HUP
 	for m in "${ALL_MNTS[@]}"; do
-		for k in eiro "${KINDS[@]}"; do
+		for k in "${KINDS[@]}"; do
 			is_mounted "$m" && fusermount3 -u "$m" 2>/dev/null
 			for p in $(daemon_pids "$k" "$m"); do
 				wait_gone "$p" 2 && continue

@@ -157,9 +157,13 @@ static int add_file(const char *path)
 {
 	int wd;
 
+	/* under the lock: a forget of the same inode's last use in between
+	 * would take away the watch this one counts on */
 	pthread_mutex_lock(&users_lock);
 	wd = inotify_add_watch(inotify_fd, path, FILE_EVENTS | IN_MASK_ADD);
-	if (wd >= 0) {
+	if (wd < 0) {
+		wd = -errno;
+	} else {
 		gpointer key = GINT_TO_POINTER(wd);
 
 		if (!file_users)
@@ -168,7 +172,7 @@ static int add_file(const char *path)
 				    GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(file_users, key)) + 1));
 	}
 	pthread_mutex_unlock(&users_lock);
-	return wd >= 0 ? wd : -errno;
+	return wd;
 }
 
 void watch_forget(int wd)
