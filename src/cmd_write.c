@@ -13,6 +13,7 @@
 #include <glib.h>
 
 #include "cli.h"
+#include "log.h"
 #include "res.h"
 #include "res_commit.h"
 #include "save.h"
@@ -111,13 +112,15 @@ static int view_put(const char *arg, const unsigned char *text, size_t len, char
 		return 0; /* an entry; run_job tells when there is no archive */
 	}
 	inside = g_strdelimit(g_strdup(arg + strlen(file)), "\\", '/');
+	/* the save reads the archive again and warns of what it finds */
+	log_set_quiet(1);
 	t = tree_open(file, &err);
 	if (t) /* a new entry's name resolves to nothing: put as an entry */
 		n = tree_resolve(t, tree_root(t), inside, &err);
 	if (n && n->kind == NODE_VIEW) {
 		if (!view_is_editable(n->view)) {
-			fprintf(stderr, "eifs: put: %s: a %s view is made from its source, not saved to it"
-				" (put the source instead)\n", arg, view_type_label(n->view));
+			fprintf(stderr, "eifs: put: %s: a view (%s) made from its source, not saved to it:"
+				" put the source instead\n", arg, view_type_label(n->view));
 			rc = -1;
 		} else if (!(*source = view_to_source(n->view, text, len, &ferr))) {
 			/* the message names the line */
@@ -127,6 +130,7 @@ static int view_put(const char *arg, const unsigned char *text, size_t len, char
 			*source_path = path_below_root(view_source(n));
 		}
 	}
+	log_set_quiet(0);
 	if (t)
 		tree_free(t);
 	g_free(inside);
@@ -231,9 +235,14 @@ int cmd_put(int argc, char **argv)
 	if (status == EXIT_OK && view_put(argv[0], j.data, j.len, &source_path, &source) < 0)
 		status = EXIT_PROBLEMS;
 	if (source) {
+		/* as a save through a mount: the same bytes leave the source
+		 * as it is, timestamp included, unless --time asks; and a
+		 * source gone since is not made anew */
 		j.path = source_path;
 		j.data = source->data;
 		j.len = source->len;
+		j.keep_same = fixed_time < 0;
+		j.must_exist = 1;
 	}
 	if (status == EXIT_OK)
 		status = run_job(argv[0], &j);

@@ -5,6 +5,7 @@
 
 static int use_syslog;
 static int debug;
+static int quiet;
 
 void log_to_syslog(void)
 {
@@ -22,6 +23,11 @@ void log_set_debug(int on)
 	debug = on;
 }
 
+void log_set_quiet(int on)
+{
+	quiet = on;
+}
+
 int log_debugging(void)
 {
 	return debug;
@@ -31,7 +37,7 @@ void log_msg(int priority, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (priority == LOG_DEBUG && !debug)
+	if ((priority == LOG_DEBUG && !debug) || (quiet && priority > LOG_ERR))
 		return;
 	va_start(ap, fmt);
 	if (use_syslog) {

@@ -8,6 +8,8 @@
 void log_to_syslog(void);
 int log_to_syslog_active(void);
 void log_set_debug(int on);
+/* Leaves out warnings (and notices): a second look at what was reported. */
+void log_set_quiet(int on);
 int log_debugging(void);
 void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

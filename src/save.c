@@ -206,7 +206,7 @@ static int change_of(struct work *w, const struct save_op *op, struct res_error 
 		rc = fail(err, -rc, "%s: %s", op->path, strerror(-rc));
 		goto out;
 	}
-	if (op->op != RES_PUT && !tg.exists) {
+	if ((op->op != RES_PUT || op->must_exist) && !tg.exists) {
 		rc = fail(err, ENOENT, "%s: %s", op->path, strerror(ENOENT));
 		goto out;
 	}

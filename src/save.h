@@ -21,6 +21,7 @@ struct save_op {
 	size_t len;
 	uint32_t mtime;            /* RES_PUT: the entry's timestamp */
 	int keep_same;             /* RES_PUT: res_change.keep_same */
+	int must_exist;            /* RES_PUT: replace only, ENOENT when the entry is gone */
 };
 
 /* The archive file as the lock found it and as the save left it: what

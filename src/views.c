@@ -189,6 +189,10 @@ GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len,
 		format_fail(err, EACCES, 0, "a %s view is read-only", view_type_label(type));
 		return NULL;
 	}
+	if (len > VIEW_MAX_TEXT_SOURCE) { /* its view could not show it again */
+		format_fail(err, EFBIG, 0, "%zu bytes is more than a %s view holds", len, view_type_label(type));
+		return NULL;
+	}
 	out = g_byte_array_new();
 	if (types[type].to_source(text, len, out, err) < 0) {
 		g_byte_array_unref(out);

@@ -30,7 +30,8 @@ int view_convert(struct tree *t, struct tree_node *view, GByteArray **out, struc
 int view_is_editable(unsigned type);
 
 /* The source bytes a saved text of an editable view stands for (the REG of
- * an INI), or NULL with err set: EACCES for a read-only view type, else
+ * an INI), or NULL with err set: EACCES for a read-only view type, EFBIG
+ * for a text longer than VIEW_MAX_TEXT_SOURCE, else
  * the converter's (EINVAL, EILSEQ for a character the source cannot hold;
  * offset = the text's line).  The result is the caller's. */
 GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len, struct format_error *err);

@@ -122,7 +122,7 @@ static struct wb_plan *archive_plan(struct tree_node *n, struct res_error *err)
 static void add_op(struct wb_plan *p, int op, const char *path, const char *to,
 		   const unsigned char *data, size_t len, uint32_t mtime)
 {
-	struct save_op o = { op, path, to, data, len, mtime, 0 };
+	struct save_op o = { .op = op, .path = path, .to = to, .data = data, .len = len, .mtime = mtime };
 
 	g_array_append_val(p->ops, o);
 }
@@ -170,16 +170,12 @@ static GByteArray *source_of_text(unsigned type, const unsigned char *text, size
 	struct format_error ferr = { 0 };
 	GByteArray *bytes;
 
-	if (len > VIEW_MAX_TEXT_SOURCE) { /* its view could not show it again */
-		fail(err, EFBIG, 0, "%zu bytes is more than a %s view holds", len, view_type_label(type));
-		return NULL;
-	}
 	bytes = view_to_source(type, text, len, &ferr);
 
 	/* a value the source cannot hold is a bad value all the same */
 	if (!bytes)
-		fail(err, ferr.code == EILSEQ || ferr.code == EACCES ? ferr.code : EINVAL, ferr.offset, "%s",
-		     ferr.msg);
+		fail(err, ferr.code == EILSEQ || ferr.code == EACCES || ferr.code == EFBIG ? ferr.code : EINVAL,
+		     ferr.offset, "%s", ferr.msg);
 	return bytes;
 }
 

@@ -89,27 +89,41 @@ check "three levels check clean" checked "$WORK/figures.res"
 # ---- put through a view: the text is saved to its source, as through a mount
 fresh quests.res
 V=$WORK/quests.res/z1q1.mq/z1q1
-entries() { "$E" ls -R "$1" | sort; }
-"$E" cat "$V/quest.ini" | sed 's/^exp=.*/exp=9999/' > "$WORK/quest.ini"
-grep -q '^exp=9999' "$WORK/quest.ini" || fail "the demo quest.ini has an exp= line"
-list=$(entries "$WORK/quests.res")
+"$E" cat "$V/quest.ini" > "$WORK/quest.ini"
+"$E" cat "$V/quest.reg" > "$WORK/quest.reg.old"
+before=$(stamp "$WORK/quests.res"); sleep 0.02
 "$E" put "$V/quest.ini" "$WORK/quest.ini"; rc=$?
-check "put of an INI view succeeds" [ $rc -eq 0 ]
+check "put of an unchanged INI view succeeds and writes nothing" \
+	eval '[ $rc -eq 0 ] && [ "$(stamp "$WORK/quests.res")" = "$before" ]'
+sed -i 's/^exp=.*/exp=9999/' "$WORK/quest.ini"
+grep -q '^exp=9999' "$WORK/quest.ini" || fail "the demo quest.ini has an exp= line"
+"$E" put "$V/quest.ini" < "$WORK/quest.ini"; rc=$?
+check "put of an INI view from standard input succeeds" [ $rc -eq 0 ]
 check "... its REG now reads back as that text" same "$V/quest.ini" "$WORK/quest.ini"
-check "... it wrote quest.reg, no entry named quest.ini" [ "$(entries "$WORK/quests.res")" = "$list" ]
+check "... quest.reg changed" not same "$V/quest.reg" "$WORK/quest.reg.old"
+# rm finds entries only: it would remove a real entry named quest.ini
+check "... and no entry named quest.ini was made" not "$E" rm "$V/quest.ini" 2>/dev/null
 check "... the archive checks clean" checked "$WORK/quests.res"
+"$E" put --time 1234567890 "$V/QUEST.INI" "$WORK/quest.ini"
+check "put --time of a view (in the other case) stamps its source" \
+	sh -c "'$E' ls -l '$V/quest.reg' | grep -q '2009-02-1[34]'"
 printf '[quest]\r\nexp=1\r\n[broken\r\n' > "$WORK/bad.ini"
 sum=$(md5sum < "$WORK/quests.res")
 "$E" put "$V/quest.ini" "$WORK/bad.ini" 2> "$WORK/err"; rc=$?
 check "an INI that does not parse is refused, naming the line" eval '[ $rc -eq 1 ] && grep -q "quest.ini: line 3" "$WORK/err"'
 check "... and the archive is untouched" [ "$(md5sum < "$WORK/quests.res")" = "$sum" ]
-printf 'Кто там?\r\n' | "$E" put "$WORK/quests.res/z1q1.mq/quest z1q1.txt" -
-check "put of a game text's view writes it in cp1251" \
-	sh -c "'$E' cat '$WORK/quests.res/z1q1.mq/quest z1q1' | iconv -f CP1251 -t UTF-8 | grep -qx 'Кто там?.'"
+printf 'Кто там?\r\n' | "$E" put "$WORK/quests.res/z1q1.mq/quest z1q1.txt" -; rc=$?
+check "put of a game text's view writes it in cp1251" eval '[ $rc -eq 0 ] &&
+	"$E" cat "$WORK/quests.res/z1q1.mq/quest z1q1" | iconv -f CP1251 -t UTF-8 | grep -qx "Кто там?."'
+check "... the archive checks clean" checked "$WORK/quests.res"
+sum=$(md5sum < "$WORK/quests.res")
+printf '中\r\n' | "$E" put "$WORK/quests.res/z1q1.mq/quest z1q1.txt" - 2> "$WORK/err"; rc=$?
+check "a text with a character cp1251 lacks is refused" eval '[ $rc -eq 1 ] && grep -q "cp1251" "$WORK/err"'
+check "... and the archive is untouched" [ "$(md5sum < "$WORK/quests.res")" = "$sum" ]
 fresh textures.res
 sum=$(md5sum < "$WORK/textures.res")
 "$E" put "$WORK/textures.res/cursor.png" "$WORK/quest.ini" 2> "$WORK/err"; rc=$?
-check "put of a view made one way only (PNG) is refused" eval '[ $rc -eq 1 ] && grep -q "PNG view" "$WORK/err"'
+check "put of a view made one way only (PNG) is refused" eval '[ $rc -eq 1 ] && grep -q "view (PNG)" "$WORK/err"'
 check "... and the archive is untouched" [ "$(md5sum < "$WORK/textures.res")" = "$sum" ]
 
 # ---- a crash before each step of the commit -------------------------------
