@@ -558,7 +558,9 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	if (h && !h->edit && h->fd < 0 && __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)) {
 		/* gone, but open: the attributes it had, as its reads give */
-		fuse_reply_attr(req, &h->st, fs->timeout);
+		st = h->st;
+		st.st_nlink = 0;
+		fuse_reply_attr(req, &st, 0);
 		return;
 	}
 	if (!h && __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE) && inode_opened_stat(fs->inodes, in, &st)) {
@@ -603,6 +605,29 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 /* ---- opening ------------------------------------------------------------ */
+
+/* Ends an open: saves what was written, lets go of what it held. */
+static void handle_free(struct fs *fs, struct handle *h)
+{
+	if (!h)
+		return;
+	if (h->edit || h->fd >= 0)
+		serve_will_block(); /* a save */
+	if (h->edit)
+		fs_release_edit(fs, h);
+	if (h->fd >= 0) {
+		fs_loose_written(fs, h); /* written after its last flush */
+		close(h->fd);
+	}
+	tree_source_unref(h->src);
+	if (h->bytes)
+		g_bytes_unref(h->bytes);
+	if (h->read_open)
+		inode_closed(fs->inodes, h->inode);
+	if (h->inode)
+		inode_unref(fs->inodes, h->inode);
+	g_free(h);
+}
 
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -684,32 +709,15 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	tree_read_unlock(fs->tree);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->noflush = 1; /* nothing to save: closing it needs no request */
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		handle_free(fs, h); /* the open was interrupted: no release comes */
 }
 
 static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
-	if (h) {
-		if (h->edit || h->fd >= 0)
-			serve_will_block(); /* a save */
-		if (h->edit)
-			fs_release_edit(fs, h);
-		if (h->fd >= 0) {
-			fs_loose_written(fs, h); /* written after its last flush */
-			close(h->fd);
-		}
-		tree_source_unref(h->src);
-		if (h->bytes)
-			g_bytes_unref(h->bytes);
-		if (h->read_open)
-			inode_closed(fs->inodes, h->inode);
-		if (h->inode)
-			inode_unref(fs->inodes, h->inode);
-		g_free(h);
-	}
+	handle_free(fs, (struct handle *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
