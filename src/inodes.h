@@ -27,9 +27,10 @@ struct inode {
 	uint64_t ino;              /* st_ino shown: the node's, kept after it goes */
 	struct edit *edit;         /* contents being written (fs_write.c) */
 	int pinned;                /* a reference its edit holds (fs_edit_pin) */
+	uint32_t reads_open;       /* opened for reading and not yet released
+				    * (beside pinned: no bigger, 100 000 of them) */
 	struct stat *opened_st;    /* its attributes when last opened: what
 				    * fstat shows after it is gone */
-	uint32_t reads_open;       /* opened for reading and not yet released */
 };
 
 struct inodes;
