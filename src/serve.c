@@ -2,10 +2,14 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +32,8 @@ struct serve_loop {
 	int waiting;           /* threads waiting to become it */
 	int ending;            /* no thread starts any more */
 	int max_threads;
+	unsigned spin_us;      /* serve_loop_spin */
+	int spinning;          /* the device is non-blocking: readers spin */
 	GArray *threads;       /* pthread_t, every thread started */
 	int start_failed;      /* logged once */
 	sem_t finished;        /* the session ended (posted by the reader) */
@@ -165,15 +171,50 @@ static int quick(const struct fuse_buf *buf, size_t len)
 	}
 }
 
+static int64_t monotonic_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The next request, as fuse_session_receive_buf gives it.  A spinning
+ * reader finds the queue empty (EAGAIN) and asks again until spin_us
+ * passed without a request, then sleeps until one comes. */
+static int next_request(struct serve_loop *l, struct fuse_buf *buf)
+{
+	int64_t empty_since = 0;
+
+	for (;;) {
+		int res = fuse_session_receive_buf(l->se, buf);
+		int64_t now;
+
+		if (res != -EAGAIN || !l->spinning)
+			return res;
+		now = monotonic_ns();
+		if (!empty_since) {
+			empty_since = now;
+		} else if (now - empty_since >= (int64_t)l->spin_us * 1000) {
+			struct pollfd p = { .fd = fuse_session_fd(l->se), .events = POLLIN };
+
+			if (poll(&p, 1, -1) < 0)
+				return -errno; /* EINTR (a watch's signal): asked again */
+			empty_since = 0;
+		}
+	}
+}
+
 /* Reads and answers while it is the reader; the loop ends when the
- * session does.  Cancelled (at the end) only while it waits in a read. */
+ * session does.  Cancelled (at the end) only while it waits for a
+ * request. */
 static void serve_as_reader(struct serve_loop *l, struct fuse_buf *buf)
 {
 	while (reader_of == l && !fuse_session_exited(l->se)) {
 		int res;
 
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-		res = fuse_session_receive_buf(l->se, buf);
+		res = next_request(l, buf);
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		if (res == -EINTR || res == -EAGAIN)
 			continue;
@@ -303,8 +344,34 @@ static void stop_threads(struct serve_loop *l)
 	g_array_set_size(l->threads, 0);
 }
 
+void serve_loop_spin(struct serve_loop *l, unsigned usec)
+{
+	l->spin_us = usec;
+}
+
+/* Spinning needs a CPU beside the one of the program that waits for the
+ * answer: on one alone it would only keep that program from running. */
+static int may_spin(void)
+{
+	cpu_set_t cpus;
+
+	return sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1;
+}
+
+static void start_spinning(struct serve_loop *l)
+{
+	int fd = fuse_session_fd(l->se), flags;
+
+	if (!l->spin_us || !may_spin())
+		return;
+	flags = fcntl(fd, F_GETFL);
+	if (flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0)
+		l->spinning = 1;
+}
+
 int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*later)(void *ctx), void *ctx)
 {
+	start_spinning(l); /* before any thread reads */
 	pthread_mutex_lock(&l->lock);
 	l->running = 1;
 	pthread_cond_broadcast(&l->handshake);

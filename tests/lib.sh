@@ -51,6 +51,24 @@ trap 'exit 130' INT TERM
 
 mounted() { grep -q " $1 fuse" /proc/mounts; }
 
+# fuse_fd_nonblocking PID: whether the daemon PID reads /dev/fuse with
+# O_NONBLOCK (04000 in fdinfo's octal flags)
+fuse_fd_nonblocking() {
+	for fd in /proc/"$1"/fd/*; do
+		[ "$(readlink "$fd")" = /dev/fuse ] || continue
+		flags=$(awk '$1 == "flags:" { print $2 }' /proc/"$1"/fdinfo/"${fd##*/}")
+		[ $((0$flags & 04000)) -ne 0 ]
+		return
+	done
+	return 2
+}
+
+# cpu_ticks PID: user + system clock ticks the process PID used so far,
+# every thread's (fields 14 and 15 of /proc/PID/stat, after the name)
+cpu_ticks() {
+	sed 's/.*) //' /proc/"$1"/stat | awk '{ print $12 + $13 }'
+}
+
 # daemon_gone PID LOG: true when the daemon PID died on its own; then prints
 # what it logged last but libfuse's request chatter (a crash's reason).
 daemon_gone() {

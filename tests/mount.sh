@@ -59,8 +59,9 @@ if command -v strace > /dev/null; then
 	pid=$(daemon_pids "$M" | head -n1)
 	strace -f -qq -y -e trace=read -o "$WORK/ro.trace" -p "$pid" & tracer=$!
 	# names never asked for (one LOOKUP each) until strace shows one:
-	# it follows the daemon from then on
-	fuse_reads() { grep -c '^[0-9]* *read([0-9]*</dev/fuse>' "$WORK/ro.trace"; }
+	# it follows the daemon from then on.  A spinning reader's reads of an
+	# empty queue (EAGAIN) are no requests.
+	fuse_reads() { grep '^[0-9]* *read([0-9]*</dev/fuse>' "$WORK/ro.trace" | grep -vc EAGAIN; }
 	for i in $(seq 50); do
 		stat "$M/texts.res/no such entry $$.$i" > /dev/null 2>&1
 		[ "$(fuse_reads)" -ge 1 ] && break
@@ -236,8 +237,45 @@ do_mount "$DEMO" "$M" -s -o ro; rc=$?
 check "-s: mount returns 0, the tree is ready" eval '[ $rc -eq 0 ] && [ -f "$M/figures.res/unmotr.anm/cidle/hd" ]'
 check "-s: nested entries read right" sh -c "'$E' cat '$DEMO/texts.res/map.txt' | cmp -s - '$M/texts.res/map.txt'"
 check "-s: one daemon with one thread" eval '[ "$(daemon_pids "$M" | wc -l)" -eq 1 ] && [ "$(ls /proc/$(daemon_pids "$M")/task | wc -l)" -eq 1 ]'
+check "-s: the device is read blocking (no spinning)" eval '! fuse_fd_nonblocking "$(daemon_pids "$M")"'
 do_umount "$M"
 check "-s: the daemon exits" no_daemon "$M"
+
+# ---- spinning for the next request (-o spin) ----------------------------------------
+# The reader asks a non-blocking device again for a while after each answer,
+# then sleeps in poll: an idle mount must use no CPU, and the files read
+# during spinning must read right.
+if [ "$(nproc)" -gt 1 ]; then
+	do_mount "$DEMO" "$M" -o ro; rc=$?
+	pid=$(daemon_pids "$M")
+	check "spin: the default mount reads the device non-blocking" eval '[ $rc -eq 0 ] && fuse_fd_nonblocking "$pid"'
+	find "$M" -type f -print0 | xargs -0 cat >/dev/null
+	( cd "$M" && find . -type f ) | sort > "$WORK/spin.files"
+	bad=0
+	while IFS= read -r f; do
+		case $f in *.png|*.ini|*.txt|*.jsonl) continue ;; esac # views: views.sh
+		"$E" cat "$DEMO/$f" | cmp -s - "$M/$f" || { bad=$((bad + 1)); echo "differs: $f"; }
+	done < "$WORK/spin.files"
+	check "spin: every entry read file after file is right ($(wc -l < "$WORK/spin.files") names)" [ "$bad" -eq 0 ]
+	sleep 0.2
+	t0=$(cpu_ticks "$pid"); sleep 1; t1=$(cpu_ticks "$pid")
+	# a reader that never slept would use a whole second (100 ticks)
+	check "spin: an idle mount uses no CPU ($((t1 - t0)) ticks in 1 s)" [ $((t1 - t0)) -le 3 ]
+	do_umount "$M"
+	check "spin: the daemon exits" no_daemon "$M"
+else
+	echo "skip: spin checks need two CPUs (the mount does not spin on one)"
+fi
+do_mount "$DEMO" "$M" -o ro,spin=0; rc=$?
+check "spin=0: the device is read blocking" eval '[ $rc -eq 0 ] && ! fuse_fd_nonblocking "$(daemon_pids "$M")"'
+check "spin=0: entries read right" sh -c "'$E' cat '$DEMO/texts.res/map.txt' | cmp -s - '$M/texts.res/map.txt'"
+do_umount "$M"
+for v in x -1 10001 ''; do
+	"$E" mount "$DEMO" "$M" -o "spin=$v" 2>"$WORK/spin.err"; rc=$?
+	check "spin='$v': refused with exit 64 and a reason" \
+		eval '[ $rc -eq 64 ] && grep -q "bad option .spin=" "$WORK/spin.err" && ! mounted "$M"'
+done
+check "no daemon left after the spin checks" no_daemon "$M"
 
 # ---- the daemon forked (where the kernel cannot share memory with it) --------------
 EIFS_FORK_DAEMON=1 do_mount "$DEMO" "$M" -o ro; rc=$?
