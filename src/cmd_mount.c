@@ -86,7 +86,7 @@ static int take_options(struct mount_args *m, const char *list)
 				rc = -1;
 			}
 		} else if (g_str_has_prefix(*o, "spin=")) {
-			guint64 us;
+			guint64 us = 0;
 
 			if (!g_ascii_string_to_unsigned(*o + 5, 10, 0, MAX_SPIN_US, &us, NULL)) {
 				fprintf(stderr, "eifs: bad option '%s' (microseconds from 0 to %u expected)\n",

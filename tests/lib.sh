@@ -51,22 +51,27 @@ trap 'exit 130' INT TERM
 
 mounted() { grep -q " $1 fuse" /proc/mounts; }
 
-# fuse_fd_nonblocking PID: whether the daemon PID reads /dev/fuse with
-# O_NONBLOCK (04000 in fdinfo's octal flags)
-fuse_fd_nonblocking() {
+# fuse_fd_mode PID: "nonblocking" or "blocking", as the one daemon PID
+# reads /dev/fuse (O_NONBLOCK is 04000 in fdinfo's octal flags); nothing
+# when PID is not one process with such a descriptor
+fuse_fd_mode() {
+	case $1 in ''|*[!0-9]*) return 1 ;; esac
 	for fd in /proc/"$1"/fd/*; do
 		[ "$(readlink "$fd")" = /dev/fuse ] || continue
 		flags=$(awk '$1 == "flags:" { print $2 }' /proc/"$1"/fdinfo/"${fd##*/}")
-		[ $((0$flags & 04000)) -ne 0 ]
-		return
+		[ -n "$flags" ] || return 1
+		if [ $((0$flags & 04000)) -ne 0 ]; then echo nonblocking; else echo blocking; fi
+		return 0
 	done
-	return 2
+	return 1
 }
 
-# cpu_ticks PID: user + system clock ticks the process PID used so far,
-# every thread's (fields 14 and 15 of /proc/PID/stat, after the name)
+# cpu_ticks PID: user + system clock ticks the one process PID used so
+# far, every thread's (fields 14 and 15 of /proc/PID/stat, after the
+# name); nothing when PID is not one live process
 cpu_ticks() {
-	sed 's/.*) //' /proc/"$1"/stat | awk '{ print $12 + $13 }'
+	case $1 in ''|*[!0-9]*) return 1 ;; esac
+	sed 's/.*) //' /proc/"$1"/stat 2>/dev/null | awk '{ print $12 + $13 }'
 }
 
 # daemon_gone PID LOG: true when the daemon PID died on its own; then prints
