@@ -66,11 +66,13 @@ if [[ $SCALE == full ]]; then RESULTS=$BENCH_DIR/results.md; else RESULTS=$BENCH
 
 # ---------------------------------------------------------------- mounts and cleanup
 KINDS=(eifs sqfs)
-# eifs -o ro, a snapshot as squashfuse_ll is: one more line, on "small" only
+# eifs -o ro, a snapshot as squashfuse_ll is, and eifs -o spin=0, whose
+# reader sleeps at once after each answer: one more line each, on "small"
 RO_KINDS=(eiro sqfs)
-declare -A KIND_NAME=([eifs]=eifs [sqfs]=squashfuse_ll [eiro]="eifs -o ro")
+SPIN0_KINDS=(ei0 sqfs)
+declare -A KIND_NAME=([eifs]=eifs [sqfs]=squashfuse_ll [eiro]="eifs -o ro" [ei0]="eifs -o spin=0")
 TREES=(small big many)
-ALL_MNTS=("$W/mnt/eiro-small")
+ALL_MNTS=("$W/mnt/eiro-small" "$W/mnt/ei0-small")
 for k in "${KINDS[@]}"; do for t in "${TREES[@]}"; do ALL_MNTS+=("$W/mnt/$k-$t"); done; done
 
 is_mounted() { awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/self/mounts; }
@@ -124,6 +126,7 @@ do_mount() { # KIND IMAGE MNT (mount_prep first)
 	case $1 in
 	eifs) "$EIFS" mount "$2" "$3" "${eifs_opts[@]}" ;;
 	eiro) "$EIFS" mount "$2" "$3" "${eifs_opts[@]}" -o ro ;;
+	ei0) "$EIFS" mount "$2" "$3" "${eifs_opts[@]}" -o spin=0 ;;
 	sqfs) squashfuse_ll "${sqfs_opts[@]}" "$2" "$3" ;;
 	esac || die "${KIND_NAME[$1]} failed to mount $2 on $3 (exit $?)"
 }
@@ -427,6 +430,12 @@ check_small eiro
 bench read_warm_ro small cmd_read warm "${RO_KINDS[@]}"
 do_umount eiro "$(mnt eiro small)"
 
+mount_prep "$(mnt ei0 small)"
+do_mount ei0 "$(image ei0 small)" "$(mnt ei0 small)"
+check_small ei0
+bench read_warm_spin0 small cmd_read warm "${SPIN0_KINDS[@]}"
+do_umount ei0 "$(mnt ei0 small)"
+
 for k in "${KINDS[@]}"; do for t in "${TREES[@]}"; do do_umount "$k" "$(mnt "$k" "$t")"; done; done
 
 say "daemon RSS after find over a fresh mount ($RUNS runs)"
@@ -479,6 +488,7 @@ row find_warm  "find -printf '%s %i', warm ($N_MANY entries)"              ms ra
 row read_cold  "read all $N_SMALL small files, cold"                       ms ratio
 row read_warm  "read all $N_SMALL small files, warm"                       ms ratio
 row read_warm_ro "read all $N_SMALL small files, warm, eifs -o ro (a snapshot, like squashfuse_ll)" ms info eiro
+row read_warm_spin0 "read all $N_SMALL small files, warm, eifs -o spin=0 (the reader sleeps at once)" ms info ei0
 row dd_cold    "dd one $big_label entry, cold"                             dd ratio
 row dd_warm    "dd one $big_label entry, warm"                             dd ratio
 row rss        "daemon RSS after find ($N_MANY entries)"                   mb rss
