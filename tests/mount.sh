@@ -259,13 +259,13 @@ if [ "$(nproc)" -gt 1 ]; then
 	check "spin: the default mount reads the device non-blocking" eval '[ $rc -eq 0 ] && [ "$(fuse_fd_mode "$pid")" = nonblocking ]'
 	# a fresh mount: every name and read goes to the spinning reader
 	( cd "$M" && find . -type f ) | sort > "$WORK/spin.files"
-	bad=0
+	bad=0 n=0
 	while IFS= read -r f; do
 		case $f in *.png|*.ini|*.txt|*.jsonl) continue ;; esac # views: views.sh
+		n=$((n + 1))
 		"$E" cat "$DEMO/$f" | cmp -s - "$M/$f" || { bad=$((bad + 1)); echo "differs: $f"; }
 	done < "$WORK/spin.files"
-	n=$(wc -l < "$WORK/spin.files")
-	check "spin: every entry read file after file is right ($n names)" eval '[ "$n" -gt 50 ] && [ "$bad" -eq 0 ]'
+	check "spin: every entry read file after file is right ($n compared)" eval '[ "$n" -gt 20 ] && [ "$bad" -eq 0 ]'
 	sleep 0.2
 	t0=$(cpu_ticks "$pid"); sleep 1; t1=$(cpu_ticks "$pid")
 	# a reader that never slept would use a whole second (100 ticks)
