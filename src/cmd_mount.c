@@ -216,6 +216,18 @@ static void set_load_delay(struct fs *fs)
 		tree_before_wait(fs->tree, delayed_tree_wait);
 }
 
+/* Test hook, not a user option: EIFS_OPEN_DELAY_MS=N makes the reading of
+ * SRC at mount take N ms longer, the kernel's mount in place meanwhile
+ * (tests/mount.sh: a signal before the mount is ready). */
+static void delay_open(void)
+{
+	const char *env = getenv("EIFS_OPEN_DELAY_MS");
+	int ms = env ? atoi(env) : 0;
+
+	if (ms > 0)
+		g_usleep((gulong)ms * 1000);
+}
+
 /* The kernel's first lookup needs the top directory, which for a large
  * archive takes milliseconds to build: the main thread builds it while the
  * first requests (INIT) are answered, rather than after the lookup came
@@ -504,6 +516,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	mount_after = mkdir_err || paths_nest(m->src, m->mnt) > 0;
 	if (!mount_after)
 		loop = start_mounting(m, &g, &loop_err);
+	delay_open();
 	fs.tree = m->read_only ? tree_open(m->src, &err) : tree_open_rw(m->src, &err);
 	if (mount_after && fs.tree && !mkdir_err)
 		loop = start_mounting(m, &g, &loop_err);

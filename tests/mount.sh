@@ -287,6 +287,25 @@ for v in x -1 10001 ''; do
 done
 check "no daemon left after the spin checks" no_daemon "$M"
 
+# ---- a signal before the mount is ready ---------------------------------------------
+# The kernel's mount is in place while SRC is read (held 3 s by a test hook);
+# SIGTERM to the daemon then ends it: the command says so and exits 71, and
+# the mount and the mount point it made are gone.
+SIG=$WORK/sig/mnt
+EIFS_OPEN_DELAY_MS=3000 "$E" mount "$DEMO" "$SIG" 2>"$WORK/sig.err" & cmd=$!
+MOUNTS="$MOUNTS $SIG"
+for _ in $(seq 50); do mounted "$SIG" && break; sleep 0.1; done
+daemon=$(daemon_pids "$SIG" | grep -vx "$cmd")
+check "signal before ready: the kernel's mount is in place while SRC is read" \
+	eval 'mounted "$SIG" && [ -n "$daemon" ] && kill -0 "$cmd"'
+[ -n "$daemon" ] && kill -TERM $daemon
+wait $cmd; rc=$?
+check "signal before ready: the command exits 71 and says why (rc $rc)" \
+	eval '[ $rc -eq 71 ] && grep -q "stopped by a signal before the mount was ready" "$WORK/sig.err"'
+check "signal before ready: the mount and the folders it made for it are gone" \
+	eval '! mounted "$SIG" && [ ! -e "$WORK/sig" ] && [ -d "$WORK" ]'
+check "signal before ready: no daemon left" no_daemon "$SIG"
+
 # ---- the daemon forked (where the kernel cannot share memory with it) --------------
 EIFS_FORK_DAEMON=1 do_mount "$DEMO" "$M" -o ro; rc=$?
 check "forked daemon: mount returns 0, the tree is ready" eval '[ $rc -eq 0 ] && [ -f "$M/figures.res/unmotr.anm/cidle/hd" ]'
