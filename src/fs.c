@@ -635,6 +635,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *in = fs_inode(fs, ino);
 	struct tree_node *n;
 	struct handle *h;
+	int replaced;
 
 	if (fs->no_open) {
 		fuse_reply_err(req, ENOSYS);
@@ -656,7 +657,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_refresh(fs, in, 1);
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
-	if (!n && __atomic_load_n(&in->replaced, __ATOMIC_ACQUIRE)) {
+	replaced = !n && __atomic_load_n(&in->replaced, __ATOMIC_ACQUIRE);
+	if (replaced) {
 		/* opened through a name looked up just before a rename over it
 		 * (ESTALE would make the kernel look once more, and a rename
 		 * again meanwhile fails the open): what has the name now.  The
@@ -686,8 +688,19 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->inode = in;
 	h->fd = -1;
 	stat_inode(fs, in, n, &h->st);
-	inode_opened(fs->inodes, in, &h->st);
-	h->read_open = 1;
+	/* Opened in a replacement's place (entries and views, whose bytes
+	 * the handle keeps): the inode's pages and size may still be those
+	 * of the file replaced, which others read.  This open reads its own
+	 * bytes past the kernel's cache (direct I/O: no shared pages, and
+	 * the end is where the reads end, not the inode's size), and leaves
+	 * the inode's attributes to the file the inode stood for. */
+	h->own_bytes = replaced && (n->kind == NODE_ENTRY || n->kind == NODE_VIEW);
+	if (h->own_bytes) {
+		fi->direct_io = 1;
+	} else {
+		inode_opened(fs->inodes, in, &h->st);
+		h->read_open = 1;
+	}
 	/* what was opened, for reads after it is gone (deleted, renamed
 	 * over): an entry's bytes stay in the archive file, a view's are
 	 * kept (an open of a view converts it: a read comes next) */
@@ -948,6 +961,10 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	if (h && h->status) {
 		read_status(req, fs, size, off);
+		return;
+	}
+	if (h && h->own_bytes) {
+		read_gone(req, h, size, off); /* what it opened, whatever came since */
 		return;
 	}
 	if (h && h->fd >= 0) {

@@ -66,6 +66,8 @@ struct handle {
 	int status;                /* the status file */
 	int wrote;                 /* written through since opened: a close saves */
 	int read_open;             /* counted by inode_opened, until release */
+	int own_bytes;             /* opened in a replacement's place: reads give
+				    * the bytes kept above, past the page cache */
 };
 
 /* Under ThreadSanitizer, what was done before a reply is ordered before

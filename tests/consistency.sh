@@ -490,6 +490,38 @@ else
 	fail "mount $V/g"
 fi
 
+# ---- an entry renamed over while six programs read it ----------------------------
+# Each version is saved whole and renamed over the last (as stress.sh's raw
+# writer does); a reader must see one version whole, never the start of one
+# and the end of another, nor a file cut short.  A reader that opens the
+# name just as it is renamed over gets the new file on the old inode, whose
+# pages and size others still read: it reads its own bytes past them.
+R=$WORK/renamed
+mkdir -p "$R"
+RENAME_SECONDS=${RENAME_SECONDS:-30}
+end=$(( $(date +%s) + RENAME_SECONDS ))
+( n=0
+  while [ "$(date +%s)" -lt "$end" ]; do
+	n=$((n + 1))
+	{ printf 'v%s ' $n; head -c $(( (n * 4099) % 60000 )) /dev/zero | tr '\0' .; printf ' v%s\n' $n; } > "$R/next"
+	cat "$R/next" > "$M/texts.res/renamed.new" && mv "$M/texts.res/renamed.new" "$M/texts.res/renamed.txt" \
+		|| echo "save $n failed" >> "$R/errors"
+  done; echo "$n" > "$R/saves" ) & writer=$!
+readers=""
+for r in 1 2 3 4 5 6; do
+	( while [ "$(date +%s)" -lt "$end" ]; do
+		[ -e "$M/texts.res/renamed.txt" ] || continue
+		cat "$M/texts.res/renamed.txt" > "$R/read.$r" 2>>"$R/errors" || { echo "read failed" >> "$R/errors"; continue; }
+		a=$(head -c 12 "$R/read.$r" | sed 's/ .*//') b=$(tail -n1 "$R/read.$r" | sed 's/.* //')
+		[ "$a" = "$b" ] || echo "torn: $a ... $b, $(stat -c %s "$R/read.$r") bytes" >> "$R/errors"
+	  done ) & readers="$readers $!"
+done
+wait $writer $readers
+touch "$R/errors"
+sort "$R/errors" | uniq -c | head
+check "renamed over while read: $(cat "$R/saves") versions, each read whole" \
+	eval '[ "$(cat "$R/saves")" -gt 20 ] && [ ! -s "$R/errors" ]'
+
 for a in texts.res quests.res; do
 	check "$a checks clean" "$E" check "$G/$a" > /dev/null
 done
