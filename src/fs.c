@@ -662,8 +662,9 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* opened through a name looked up just before a rename over it
 		 * (ESTALE would make the kernel look once more, and a rename
 		 * again meanwhile fails the open): what has the name now.  The
-		 * kernel forgets the old attributes and pages first, so that
-		 * reads see the new file whole. */
+		 * kernel forgets the old attributes and pages first; an entry
+		 * or a view is then read past the cache (own_bytes, below),
+		 * as other readers may still fill it with the old file. */
 		n = replacement(fs, in);
 		if (n && fs->se)
 			fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
