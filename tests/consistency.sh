@@ -445,10 +445,10 @@ race_check "a stat at each open" EIFS_NO_WATCH=1
 
 # an archive renamed out of the folder is no longer watched once nothing
 # of it is open: the kernel lets its inode go
-inotify_has() { # PID HEX-INODE: a watch of the daemon is on that inode
+inotify_has() { # PID HEX-INODE: a watch of the daemon is on that inode (fdinfo prints wd and ino in hex)
 	for fd in /proc/"$1"/fd/*; do
 		[ "$(readlink "$fd")" = anon_inode:inotify ] || continue
-		grep -q "^inotify wd:[0-9]* ino:$2 " /proc/"$1"/fdinfo/"${fd##*/}" && return 0
+		grep -q "^inotify wd:[0-9a-f]* ino:$2 " /proc/"$1"/fdinfo/"${fd##*/}" && return 0
 	done
 	return 1
 }
