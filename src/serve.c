@@ -106,17 +106,51 @@ void serve_will_block(void)
 		pass_reading(reader_of);
 }
 
-/* Waits to become the reader; 0 when the session ended.  A new thread
- * was counted as waiting when it was started. */
+/* A thread left waiting after a burst of slow requests goes away; the
+ * loop forgets it (nothing joins it).  Under the lock, and never once the
+ * loop ends: stop_threads then reads the list unlocked. */
+static void leave_idle(struct serve_loop *l)
+{
+	pthread_t self = pthread_self();
+
+	for (guint i = 0; i < l->threads->len; i++) {
+		if (pthread_equal(g_array_index(l->threads, pthread_t, i), self)) {
+			g_array_remove_index_fast(l->threads, i);
+			break;
+		}
+	}
+	pthread_detach(self);
+}
+
+/* Waits for the reading until SERVE_IDLE_MS passed; ETIMEDOUT then. */
+static int wait_turn(struct serve_loop *l)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_nsec += SERVE_IDLE_MS % 1000 * 1000000L;
+	t.tv_sec += SERVE_IDLE_MS / 1000 + t.tv_nsec / 1000000000L;
+	t.tv_nsec %= 1000000000L;
+	return pthread_cond_timedwait(&l->turn, &l->lock, &t);
+}
+
+/* Waits to become the reader; 0 when the session ended, or when this
+ * thread waited SERVE_IDLE_MS while another one did too (one stays
+ * ready for the next slow request) and has left.  A new thread was
+ * counted as waiting when it was started. */
 static int take_reading(struct serve_loop *l, int new_thread)
 {
 	pthread_mutex_lock(&l->lock);
 	if (!new_thread)
 		l->waiting++;
-	while (l->reading && !l->ending)
-		pthread_cond_wait(&l->turn, &l->lock);
+	while (l->reading && !l->ending) {
+		if (wait_turn(l) == ETIMEDOUT && l->reading && !l->ending && l->waiting > 1)
+			break;
+	}
 	l->waiting--;
-	if (l->ending) {
+	if (l->ending || l->reading) {
+		if (!l->ending)
+			leave_idle(l);
 		pthread_mutex_unlock(&l->lock);
 		return 0;
 	}
@@ -295,13 +329,17 @@ static void *first_thread(void *p)
 struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setup)(void *ctx), void *ctx)
 {
 	struct serve_loop *l = g_new0(struct serve_loop, 1);
+	pthread_condattr_t monotonic;
 	int rc;
 
 	l->setup = setup;
 	l->setup_ctx = ctx;
 	l->max_threads = max_threads > 0 ? max_threads : 1;
 	pthread_mutex_init(&l->lock, NULL);
-	pthread_cond_init(&l->turn, NULL);
+	pthread_condattr_init(&monotonic);
+	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->turn, &monotonic);
+	pthread_condattr_destroy(&monotonic);
 	pthread_cond_init(&l->handshake, NULL);
 	sem_init(&l->finished, 0, 0);
 	l->threads = g_array_new(FALSE, FALSE, sizeof(pthread_t));

@@ -55,6 +55,10 @@ void serve_will_block(void);
  * slow only by trying: reads from the page cache). */
 int serve_is_reader(void);
 
+/* A thread that waited this long for the reading, while another thread
+ * waited too, ends: a burst of slow requests leaves no crowd behind. */
+enum { SERVE_IDLE_MS = 2000 };
+
 /* The largest read served on the reading thread. */
 #define SERVE_QUICK_READ (32u << 10)
 

@@ -287,6 +287,31 @@ for v in x -1 10001 ''; do
 done
 check "no daemon left after the spin checks" no_daemon "$M"
 
+# ---- threads left idle after a burst go away ---------------------------------------
+# Large reads pass the reading to another thread, started when none waits:
+# six programs reading at once leave several.  Those that wait 2 s while
+# another waits too end; one stays ready beside the reader.
+serve_threads() { grep -lx eifs-serve /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
+read_right() { for i in 1 2 3 4 5 6; do cmp -s "$I/src/big$i.dat" "$I/out$i" || return 1; done; }
+I=$WORK/idle
+mkdir -p "$I/src"
+for i in 1 2 3 4 5 6; do head -c 3000000 /dev/urandom > "$I/src/big$i.dat"; done
+"$E" pack "$I/src" "$I/big.res" > /dev/null
+do_mount "$I/big.res" "$M" -o ro; rc=$?
+pid=$(daemon_pids "$M")
+for i in 1 2 3 4 5 6; do cat "$M/big$i.dat" > "$I/out$i" & done; wait
+peak=$(serve_threads "$pid")
+for _ in $(seq 50); do [ "$(serve_threads "$pid")" -le 2 ] && break; sleep 0.2; done
+left=$(serve_threads "$pid")
+check "idle threads: six large reads at once started several ($peak), and they read right" \
+	eval '[ $rc -eq 0 ] && [ "$peak" -gt 2 ] && read_right'
+check "idle threads: within 10 s only the reader and one more are left ($left)" [ "$left" -eq 2 ]
+echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
+for i in 1 2 3 4 5 6; do cat "$M/big$i.dat" > "$I/out$i" & done; wait
+check "idle threads: a second burst after they left reads right" read_right
+do_umount "$M"
+check "idle threads: the daemon exits" no_daemon "$M"
+
 # ---- a signal before the mount is ready ---------------------------------------------
 # The kernel's mount is in place while SRC is read (held 3 s by a test hook);
 # SIGTERM to the daemon then ends it: the command says so and exits 71, and
