@@ -144,7 +144,11 @@ static int take_reading(struct serve_loop *l, int new_thread)
 	if (!new_thread)
 		l->waiting++;
 	while (l->reading && !l->ending) {
-		if (wait_turn(l) == ETIMEDOUT && l->reading && !l->ending && l->waiting > 1)
+		/* the last one waiting sleeps until it is needed: an idle
+		 * mount wakes no thread */
+		if (l->waiting <= 1)
+			pthread_cond_wait(&l->turn, &l->lock);
+		else if (wait_turn(l) == ETIMEDOUT && l->reading && !l->ending && l->waiting > 1)
 			break;
 	}
 	l->waiting--;

@@ -292,23 +292,40 @@ check "no daemon left after the spin checks" no_daemon "$M"
 # six programs reading at once leave several.  Those that wait 2 s while
 # another waits too end; one stays ready beside the reader.
 serve_threads() { grep -lx eifs-serve /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
-read_right() { for i in 1 2 3 4 5 6; do cmp -s "$I/src/big$i.dat" "$I/out$i" || return 1; done; }
 I=$WORK/idle
 mkdir -p "$I/src"
-for i in 1 2 3 4 5 6; do head -c 3000000 /dev/urandom > "$I/src/big$i.dat"; done
+for i in $(seq 12); do head -c 3000000 /dev/urandom > "$I/src/big$i.dat"; done
 "$E" pack "$I/src" "$I/big.res" > /dev/null
+# burst FIRST LAST: reads those files at once (each read by nothing before,
+# so its reads reach the daemon); most threads seen meanwhile in $peak
+burst() {
+	pids=""
+	for i in $(seq "$1" "$2"); do cat "$M/big$i.dat" > "$I/out$i" & pids="$pids $!"; done
+	peak=0
+	while kill -0 $pids 2>/dev/null; do
+		c=$(serve_threads "$pid"); [ "$c" -gt "$peak" ] && peak=$c
+		sleep 0.01
+	done
+	wait $pids
+	c=$(serve_threads "$pid"); [ "$c" -gt "$peak" ] && peak=$c
+	for i in $(seq "$1" "$2"); do cmp -s "$I/src/big$i.dat" "$I/out$i" || return 1; done
+}
+settle() { # the serving threads once those that may leave have
+	for _ in $(seq 50); do [ "$(serve_threads "$pid")" -le 2 ] && break; sleep 0.2; done
+	serve_threads "$pid"
+}
 do_mount "$I/big.res" "$M" -o ro; rc=$?
 pid=$(daemon_pids "$M")
-for i in 1 2 3 4 5 6; do cat "$M/big$i.dat" > "$I/out$i" & done; wait
-peak=$(serve_threads "$pid")
-for _ in $(seq 50); do [ "$(serve_threads "$pid")" -le 2 ] && break; sleep 0.2; done
-left=$(serve_threads "$pid")
-check "idle threads: six large reads at once started several ($peak), and they read right" \
-	eval '[ $rc -eq 0 ] && [ "$peak" -gt 2 ] && read_right'
+burst 1 6; ok=$?
+check "idle threads: six large reads at once start several ($peak), and read right" \
+	eval '[ $rc -eq 0 ] && [ $ok -eq 0 ] && [ "$peak" -gt 2 ]'
+left=$(settle)
 check "idle threads: within 10 s only the reader and one more are left ($left)" [ "$left" -eq 2 ]
-echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
-for i in 1 2 3 4 5 6; do cat "$M/big$i.dat" > "$I/out$i" & done; wait
-check "idle threads: a second burst after they left reads right" read_right
+burst 7 12; ok=$?
+check "idle threads: a second burst starts threads again ($peak), and reads right" \
+	eval '[ $ok -eq 0 ] && [ "$peak" -gt 2 ]'
+left=$(settle)
+check "idle threads: and they leave again ($left)" [ "$left" -eq 2 ]
 do_umount "$M"
 check "idle threads: the daemon exits" no_daemon "$M"
 
