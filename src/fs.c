@@ -115,6 +115,7 @@ void fs_init_state(struct fs *fs)
 	pthread_mutex_init(&fs->edits_lock, NULL);
 	pthread_mutex_init(&fs->gates_lock, NULL);
 	fs->gates = g_hash_table_new(g_str_hash, g_str_equal);
+	fs_made_init(fs);
 }
 
 void fs_before_view_wait(int converting)
@@ -137,6 +138,7 @@ void fs_stop(struct fs *fs)
 	fs->notifier = NULL;
 	inodes_free(fs->inodes);
 	fs->inodes = NULL;
+	fs_made_free(fs);
 	pthread_mutex_destroy(&fs->edits_lock);
 	pthread_mutex_destroy(&fs->gates_lock);
 	g_hash_table_destroy(fs->gates);
@@ -398,6 +400,26 @@ static void status_stat(struct fs *fs, struct stat *st)
 	g_string_free(text, TRUE);
 }
 
+/* A folder made inside an archive, before its first entry (fs_made.c). */
+static int reply_made(fuse_req_t req, struct fs *fs, struct inode *pin, const char *name)
+{
+	struct inode *in = inodes_find(fs->inodes, pin, name);
+	struct fuse_entry_param e;
+	int rc;
+
+	if (!in)
+		return 0;
+	tree_read_lock(fs->tree);
+	rc = fs_made_empty(fs, in) ? fs_made_entry(fs, in, &e) : -ENOENT;
+	if (rc == 0)
+		inodes_count_lookup(fs->inodes, in);
+	tree_read_unlock(fs->tree);
+	if (rc < 0)
+		return 0;
+	fuse_reply_entry(req, &e);
+	return 1;
+}
+
 /* An editor's temporary has no tree node: found among the inodes. */
 static int reply_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, const char *name)
 {
@@ -455,7 +477,7 @@ again:
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
 	if (!pn)
-		err = ESTALE;
+		err = fs_made_empty(fs, pin) ? ENOENT : ESTALE;
 	if (!n && !refreshed && (err == ENOENT || err == EIO)) {
 		tree_read_unlock(fs->tree);
 		refreshed = 1;
@@ -465,7 +487,7 @@ again:
 		pn = inode_node(fs->inodes, pin);
 		n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
 		if (!pn)
-			err = ESTALE;
+			err = fs_made_empty(fs, pin) ? ENOENT : ESTALE;
 	}
 	if (n && !plain_checked && loose(n) && !__atomic_load_n(&fs->saving, __ATOMIC_ACQUIRE)) {
 		plain_checked = 1;
@@ -482,7 +504,7 @@ again:
 		fs_fill_entry(fs, in, n, &e);
 	}
 	tree_read_unlock(fs->tree);
-	if (!n && err == ENOENT && reply_scratch(req, fs, pin, name)) {
+	if (!n && err == ENOENT && (reply_scratch(req, fs, pin, name) || reply_made(req, fs, pin, name))) {
 		g_free(pname);
 		return;
 	}
@@ -541,6 +563,16 @@ static struct tree_node *replacement(struct fs *fs, struct inode *in)
 	return pn && tree_is_dir(pn) ? tree_lookup(fs->tree, pn, in->name, &err) : NULL;
 }
 
+static int made_stat(struct fs *fs, struct inode *in, struct stat *st)
+{
+	int rc;
+
+	tree_read_lock(fs->tree);
+	rc = fs_made_empty(fs, in) ? fs_made_stat(fs, in, st) : -ENOENT;
+	tree_read_unlock(fs->tree);
+	return rc;
+}
+
 static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
@@ -580,6 +612,10 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	tree_read_unlock(fs->tree);
 	if (n) {
 		fuse_reply_attr(req, &st, timeout);
+		return;
+	}
+	if (made_stat(fs, in, &st) == 0) {
+		fuse_reply_attr(req, &st, 0);
 		return;
 	}
 	/* gone (deleted, renamed over) but maybe still open */
@@ -784,12 +820,50 @@ static size_t add_direntry(fuse_req_t req, struct fs *fs, struct inode *dir, str
 	}
 }
 
+/* A made folder's line of a listing (fs_made.c); 0 when it went. */
+static size_t add_made_direntry(fuse_req_t req, struct fs *fs, struct inode *in, char *buf, size_t room,
+				off_t next, int plus)
+{
+	struct fuse_entry_param e;
+	size_t len;
+
+	if (fs_made_entry(fs, in, &e) < 0)
+		return 0;
+	if (!plus) {
+		struct stat st = { .st_ino = e.attr.st_ino, .st_mode = e.attr.st_mode };
+
+		return fuse_add_direntry(req, buf, room, in->name, &st, next);
+	}
+	len = fuse_add_direntry_plus(req, NULL, 0, in->name, &e, next);
+	if (len > room)
+		return len;
+	inodes_count_lookup(fs->inodes, in);
+	return fuse_add_direntry_plus(req, buf, room, in->name, &e, next);
+}
+
+/* The first of the cookie-ordered children past off. */
+static uint32_t first_past(const struct tree_dir *d, const uint32_t *order, off_t off)
+{
+	uint32_t lo = 0, hi = d->count;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (tree_dir_cookie(&d->child[order[mid]]) <= (uint64_t)off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *dir = fs_inode(fs, ino);
-	const struct tree_dir *d;
+	const struct tree_dir *d = NULL;
 	struct tree_node *dn;
+	GPtrArray *made = NULL;
 	char *buf;
 	size_t used = 0;
 	int rc;
@@ -802,31 +876,43 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 	tree_read_lock(fs->tree);
 	dn = inode_node(fs->inodes, dir);
 	rc = dn ? tree_children(fs->tree, dn, &d) : -ENOENT;
+	if (rc == -ENOENT && fs->writable && fs_made_empty(fs, dir))
+		rc = 0; /* a made folder: made folders in it, if any */
+	if (rc == 0 && fs->writable)
+		made = fs_made_children(fs, dir);
 	if (rc == 0) {
 		/* off is the cookie of the last name listed (0: none yet): the
 		 * listing goes on after it even when the directory was read
-		 * again meanwhile in another order */
-		const uint32_t *order = tree_dir_order(fs->tree, d);
-		uint32_t lo = 0, hi = d->count;
+		 * again meanwhile in another order.  The tree's names and the
+		 * made folders (even cookies) are merged by cookie. */
+		const uint32_t *order = d ? tree_dir_order(fs->tree, d) : NULL;
+		uint32_t i = d ? first_past(d, order, off) : 0, count = d ? d->count : 0;
+		guint m = 0, made_count = made ? made->len : 0;
 
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
+		while (m < made_count && fs_made_cookie(made->pdata[m]) <= (uint64_t)off)
+			m++;
+		while (i < count || m < made_count) {
+			struct tree_node *c = i < count ? &d->child[order[i]] : NULL;
+			size_t len;
 
-			if (tree_dir_cookie(&d->child[order[mid]]) <= (uint64_t)off)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (uint32_t i = lo; i < d->count; i++) {
-			struct tree_node *c = &d->child[order[i]];
-			size_t len = add_direntry(req, fs, dir, c, buf + used, size - used,
-						  (off_t)tree_dir_cookie(c), plus);
-
-			if (len > size - used)
-				break;
+			if (m < made_count && (!c || fs_made_cookie(made->pdata[m]) < tree_dir_cookie(c))) {
+				len = add_made_direntry(req, fs, made->pdata[m], buf + used, size - used,
+							(off_t)fs_made_cookie(made->pdata[m]), plus);
+				if (len > size - used)
+					break;
+				m++;
+			} else {
+				len = add_direntry(req, fs, dir, c, buf + used, size - used, (off_t)tree_dir_cookie(c),
+						   plus);
+				if (len > size - used)
+					break;
+				i++;
+			}
 			used += len;
 		}
 	}
+	if (made)
+		fs_made_children_free(fs, made);
 	tree_read_unlock(fs->tree);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);

@@ -34,6 +34,10 @@ struct fs {
 	 * file being saved (fs_write.c), by path. */
 	pthread_mutex_t gates_lock;
 	GHashTable *gates;
+	/* Folders made inside archives, kept until rmdir (fs_made.c):
+	 * inode -> its record, with a reference */
+	pthread_mutex_t made_lock;
+	GHashTable *made;
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;
@@ -134,6 +138,42 @@ int fs_edit_shows(struct fs *fs, struct edit *e, const struct tree_node *n);
 /* Names of editors' temporaries, kept in memory (fs_names.c). */
 int fs_is_scratch_name(const char *name);
 void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct stat *st);
+/* Folders made inside archives (fs_made.c).  An archive holds folders
+ * only as parts of entry names: a folder made by mkdir inside one is kept
+ * in memory until a file saved in it gives it entries, and shown (empty
+ * or not) until rmdir or the unmount.  Read lock for all but init/free. */
+void fs_made_init(struct fs *fs);
+void fs_made_free(struct fs *fs);
+/* Whether in is a made folder no tree node stands for now. */
+int fs_made_empty(struct fs *fs, struct inode *in);
+/* The nearest of in and its parents that a tree node stands for, NULL if
+ * none (gone); rel gets the path of the made folders between ("a/b", or
+ * "" when in has a node). */
+struct inode *fs_made_anchor(struct fs *fs, struct inode *in, GString *rel);
+/* Where name in folder in goes: the node of its anchor, with path the
+ * name as seen from there ("a/b/name"), and *anchor its inode (if not
+ * NULL).  NULL when in is gone. */
+struct tree_node *fs_made_target(struct fs *fs, struct inode *in, const char *name, GString *path,
+				 struct inode **anchor);
+/* The attributes, or the entry, of made folder in; -ENOENT if it is none. */
+int fs_made_stat(struct fs *fs, struct inode *in, struct stat *st);
+int fs_made_entry(struct fs *fs, struct inode *in, struct fuse_entry_param *e);
+/* The made folders in dir the tree does not show, by listing cookie
+ * (even, where the tree's are odd), each with a reference: free with
+ * fs_made_children_free. */
+GPtrArray *fs_made_children(struct fs *fs, struct inode *dir);
+void fs_made_children_free(struct fs *fs, GPtrArray *v);
+uint64_t fs_made_cookie(const struct inode *in);
+/* mkdir of name in pin, an archive, a folder in one or a made folder:
+ * 0 and e filled, or a negative errno.  Takes the read lock itself. */
+int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fuse_entry_param *e);
+/* rmdir of name in pin where it is a made folder the tree does not show:
+ * 1 when it went, 0 when it is no such folder, or -ENOTEMPTY. */
+int fs_made_rmdir(struct fs *fs, struct inode *pin, const char *name);
+/* Made folder in (empty) becomes newname in npin.  Takes the write lock
+ * itself.  0 or a negative errno. */
+int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const char *newname, unsigned flags);
+
 /* The status file: failed saves, one a line. */
 GString *fs_status_text(struct fs *fs);
 #define FS_STATUS_NAME ".eifs-status"

@@ -156,6 +156,23 @@ static int is_folder(const struct tree_node *n)
 	return n->kind == NODE_FOLDER;
 }
 
+/* Where name in folder pin goes: pin's node, or for a folder made in an
+ * archive (fs_made.c) the node of the archive's folder it lies in; path
+ * gets the name as seen from that node, and *anchor that node's inode (the
+ * one to reload).  NULL when pin is gone.  Read lock. */
+static struct tree_node *place_of(struct fs *fs, struct inode *pin, const char *name, GString *path,
+				  struct inode **anchor)
+{
+	struct tree_node *pn = inode_node(fs->inodes, pin);
+
+	if (pn || !fs_made_empty(fs, pin)) {
+		g_string_assign(path, name);
+		*anchor = pin;
+		return pn;
+	}
+	return fs_made_target(fs, pin, name, path, anchor);
+}
+
 /* A name an entry can take: a backslash would make folders of it. */
 static int entry_name_ok(const char *name)
 {
@@ -165,24 +182,25 @@ static int entry_name_ok(const char *name)
 void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	struct inode *pin = fs_inode(fs, parent), *unit = NULL;
+	struct inode *pin = fs_inode(fs, parent), *unit = NULL, *anchor;
 	struct res_error err = { 0 };
 	struct wb_plan *plan;
 	struct tree_node *pn;
+	GString *path = g_string_new(NULL);
 	int rc, fd = -1;
 
 	tree_read_lock(fs->tree);
-	pn = inode_node(fs->inodes, pin);
+	pn = place_of(fs, pin, name, path, &anchor);
 	if (!pn) {
 		rc = -ENOENT;
 	} else if (!fs->writable) {
 		rc = -EROFS;
 	} else if (is_folder(pn)) {
-		char *dir = tree_real_path(fs->tree, pn), *path = g_build_filename(dir, name, NULL);
+		char *dir = tree_real_path(fs->tree, pn), *file = g_build_filename(dir, name, NULL);
 
-		fd = open(path, fi->flags | O_CREAT | O_CLOEXEC, mode);
+		fd = open(file, fi->flags | O_CREAT | O_CLOEXEC, mode);
 		rc = fd < 0 ? -errno : 0;
-		g_free(path);
+		g_free(file);
 		g_free(dir);
 	} else if (!entry_name_ok(name)) {
 		rc = -EINVAL;
@@ -190,10 +208,12 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		rc = -EACCES;
 	} else if (fs_is_scratch_name(name)) {
 		tree_read_unlock(fs->tree);
+		g_string_free(path, TRUE);
 		create_scratch(req, fs, pin, name, fi);
 		return;
-	} else if (!(plan = wb_create(fs->tree, pn, name, (const unsigned char *)"", 0, (uint32_t)time(NULL), &err))
-		   || !(unit = fs_unit_of(fs, pin))) {
+	} else if (!(plan = wb_create(fs->tree, pn, path->str, (const unsigned char *)"", 0, (uint32_t)time(NULL),
+				      &err))
+		   || !(unit = fs_unit_of(fs, anchor))) {
 		rc = -(err.code ? err.code : EIO);
 		wb_plan_free(plan);
 	} else {
@@ -203,6 +223,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		tree_read_lock(fs->tree);
 	}
 	tree_read_unlock(fs->tree);
+	g_string_free(path, TRUE);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -221,18 +242,27 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
-	if (!pn)
+	if (!pn && !fs_made_empty(fs, pin))
 		rc = -ENOENT;
 	else if (!fs->writable)
 		rc = -EROFS;
-	else if (is_folder(pn)) {
+	else if (pn && is_folder(pn)) {
 		char *dir = tree_real_path(fs->tree, pn), *path = g_build_filename(dir, name, NULL);
 
 		rc = mkdir(path, mode) < 0 ? -errno : 0;
 		g_free(path);
 		g_free(dir);
 	} else {
-		rc = -EPERM; /* an archive holds folders only as parts of entry names */
+		struct fuse_entry_param e;
+
+		/* in an archive: kept in memory until a file is saved in it */
+		tree_read_unlock(fs->tree);
+		rc = fs_made_mkdir(fs, pin, name, &e);
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_entry(req, &e);
+		return;
 	}
 	tree_read_unlock(fs->tree);
 	if (rc < 0) {
@@ -349,7 +379,9 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
-	if (!pn)
+	if (!n && fs->writable && (rc = fs_made_rmdir(fs, pin, name)) != 0)
+		rc = rc < 0 ? rc : 0;
+	else if (!pn)
 		rc = -ENOENT;
 	else if (!n)
 		rc = 0; /* a folder inside an archive goes with its last entry */
@@ -454,18 +486,21 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	const struct identity *src;
 	struct fs_written written = { 0 };
 	struct tree_node *npn, *n;
+	struct inode *anchor;
+	GString *path;
 
 	if (!e)
 		return -ENOENT;
+	path = g_string_new(NULL);
 	if (edit_snapshot_begin(e, &s) < 0 && !scratch)
 		rc = -EIO;
 	tree_read_lock(fs->tree);
-	npn = rc == 0 ? inode_node(fs->inodes, npin) : NULL;
+	npn = rc == 0 ? place_of(fs, npin, newname, path, &anchor) : NULL;
 	if (rc == 0 && (!npn || is_folder(npn)))
 		rc = npn ? -EXDEV : -ENOENT;
 	if (rc == 0 && !scratch) {
-		struct wb_plan *plan = wb_create(fs->tree, npn, newname, s.data, s.len, (uint32_t)s.mtime, &err);
-		struct inode *unit = plan ? fs_unit_of(fs, npin) : NULL;
+		struct wb_plan *plan = wb_create(fs->tree, npn, path->str, s.data, s.len, (uint32_t)s.mtime, &err);
+		struct inode *unit = plan ? fs_unit_of(fs, anchor) : NULL;
 		struct fs_move move = { in, npin, newname, 0 };
 
 		if (plan)
@@ -490,6 +525,7 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 		tree_read_lock(fs->tree);
 	}
 	tree_read_unlock(fs->tree);
+	g_string_free(path, TRUE);
 	edit_snapshot_end(e, &s);
 	fs_edit_drop_idle(fs, in, e);
 	edit_unref(e);
@@ -501,14 +537,15 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent), *npin = fs_inode(fs, newparent), *in, *unit = NULL;
-	struct inode *from_unit = NULL;
+	struct inode *from_unit = NULL, *nanchor = NULL, *there;
+	GString *npath;
 	struct tree_node *pn, *npn, *n, *target;
 	struct res_error err = { 0 };
 	struct wb_plan *plan = NULL;
 	struct fs_written written = { 0 };
 	struct fs_move move;
 	GBytes *text = NULL;
-	int rc = 0, e = 0, real = 0;
+	int rc = 0, e = 0, real = 0, made;
 
 	if (flags & ~RENAME_NOREPLACE) {
 		fuse_reply_err(req, EINVAL);
@@ -522,30 +559,44 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &e) : NULL;
 	in = inodes_find(fs->inodes, pin, n ? n->name : name);
+	made = !n && in && !in->scratch && fs_made_empty(fs, in);
 	tree_read_unlock(fs->tree);
 	if (!n && in && in->scratch) {
 		fuse_reply_err(req, -rename_scratch(fs, in, npin, newname));
 		return;
 	}
+	if (made) {
+		fuse_reply_err(req, -fs_made_rename(fs, in, npin, newname, flags));
+		return;
+	}
 	rc = save_pending(fs, in);
 	move = (struct fs_move){ in, npin, newname, 0 };
+	npath = g_string_new(NULL);
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
-	npn = inode_node(fs->inodes, npin);
+	npn = place_of(fs, npin, newname, npath, &nanchor);
 	n = pn ? tree_lookup(fs->tree, pn, name, &e) : NULL;
-	target = npn ? tree_lookup(fs->tree, npn, newname, &e) : NULL;
+	target = npn ? tree_lookup(fs->tree, npn, npath->str, &e) : NULL;
+	/* an empty folder made there (fs_made.c) */
+	there = target ? NULL : inodes_find(fs->inodes, npin, newname);
+	if (there && (there == in || !fs_made_empty(fs, there)))
+		there = NULL;
 	if (rc < 0)
 		;
 	else if (!n || !npn)
 		rc = -ENOENT;
-	else if ((flags & RENAME_NOREPLACE) && target)
+	else if ((flags & RENAME_NOREPLACE) && (target || there))
 		rc = -EEXIST;
+	else if (there && !tree_is_dir(n))
+		rc = -EISDIR;
 	else if (target && target != n && tree_is_dir(n) && tree_is_dir(target) && !is_empty(fs, target))
 		rc = -ENOTEMPTY; /* as rename(2): a folder replaces only an empty one */
 	else if (in_folder(n) && is_folder(npn) && !(target && target->kind == NODE_VIEW))
 		real = 1;
-	else if (!(plan = wb_rename(fs->tree, n, npn, newname, &err)) || !(unit = fs_unit_of(fs, npin)))
+	else if (!(plan = wb_rename(fs->tree, n, npn, npath->str, &err)) || !(unit = fs_unit_of(fs, nanchor)))
 		rc = -(err.code ? err.code : EIO);
+	else if (there && (rc = fs_made_rmdir(fs, npin, newname)) > 0)
+		rc = 0; /* a folder replaces an empty one, as rename(2) */
 	if (plan && unit) {
 		/* a loose file renamed onto a view in another folder leaves its own */
 		from_unit = fs_unit_of(fs, pin);
@@ -580,6 +631,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		keep_text(fs, in, text, &written);
 	if (text)
 		g_bytes_unref(text);
+	g_string_free(npath, TRUE);
 	fuse_reply_err(req, -rc);
 }
 

@@ -733,6 +733,12 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 	}
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
+	if (!n && fs_made_stat(fs, in, &st) == 0) {
+		/* as for the archive's other folders (cp -a, mv across archives) */
+		tree_read_unlock(fs->tree);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
 	if (!n)
 		rc = h && h->edit ? change_edit(h->edit, attr, to_set) : -ENOENT;
 	else if (n->kind == NODE_PLAIN)

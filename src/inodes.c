@@ -183,7 +183,8 @@ struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_
 
 static void unlink_locked(struct inodes *s, struct inode *in);
 
-struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char *name, uint64_t ino)
+static struct inode *add_named(struct inodes *s, struct inode *parent, const char *name, uint64_t ino,
+			       int scratch)
 {
 	struct inode key = { .parent = parent, .name = (char *)name };
 	struct inode *in;
@@ -195,7 +196,7 @@ struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char 
 	in = g_new0(struct inode, 1);
 	in->parent = parent;
 	in->name = g_strdup(name);
-	in->scratch = 1;
+	in->scratch = scratch;
 	in->ino = ino;
 	in->nlookup = 1;
 	in->refs = 1;
@@ -204,6 +205,16 @@ struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char 
 	g_hash_table_add(s->by_name, in);
 	pthread_mutex_unlock(&s->lock);
 	return in;
+}
+
+struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char *name, uint64_t ino)
+{
+	return add_named(s, parent, name, ino, 1);
+}
+
+struct inode *inodes_named(struct inodes *s, struct inode *parent, const char *name, uint64_t ino)
+{
+	return add_named(s, parent, name, ino, 0);
 }
 
 void inode_opened(struct inodes *s, struct inode *in, const struct stat *st)

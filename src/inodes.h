@@ -56,6 +56,11 @@ struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_
  * (fs_write.c), counted as one kernel reference. */
 struct inode *inodes_scratch(struct inodes *s, struct inode *parent, const char *name, uint64_t ino);
 
+/* A name no tree node stands for yet, found again by its name once one
+ * does (a folder made inside an archive, fs_made.c); counted as one
+ * kernel reference. */
+struct inode *inodes_named(struct inodes *s, struct inode *parent, const char *name, uint64_t ino);
+
 /* Counts an open for reading and remembers the attributes it was opened
  * with, until inode_closed; inode_opened_stat gives the last back while
  * some open lasts (returns 0 when none does: a stat of a path whose file

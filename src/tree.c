@@ -1132,6 +1132,11 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
 	return d->error ? -d->error : 0;
 }
 
+uint64_t tree_child_ino(uint64_t parent_ino, const char *name)
+{
+	return node_ino(parent_ino, name);
+}
+
 uint64_t tree_dir_cookie(const struct tree_node *child)
 {
 	/* positive as an off_t, and odd: never 0 */

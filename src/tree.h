@@ -160,6 +160,10 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
  * on after the last cookie it returned.  Never 0. */
 uint64_t tree_dir_cookie(const struct tree_node *child);
 
+/* The inode number a child called name of a node numbered parent_ino
+ * gets: the number a folder made before its first entry keeps after. */
+uint64_t tree_child_ino(uint64_t parent_ino, const char *name);
+
 /* The children of d (of dir) by cookie, as indexes into d->child. */
 const uint32_t *tree_dir_order(struct tree *t, const struct tree_dir *d);
 

@@ -265,6 +265,74 @@ check "one log line names the file, the line and the reason" \
 rm "$M/$Q/quest.ini"
 kill -TERM $fg; wait $fg
 
+# ---- folders made inside archives --------------------------------------------------------------
+# An archive holds folders only as parts of entry names: a folder made in
+# one is kept in memory until a file saved in it names it, and listed until
+# rmdir or the unmount.
+T=texts.res
+fails_with() { # fails_with TEXT COMMAND...: the command fails, saying TEXT
+	! "$@" 2>"$WORK/made.err" && grep -q "$1" "$WORK/made.err"
+}
+do_mount "$G" "$M"
+sum=$(md5sum < "$G/$T")
+mkdir "$M/$T/empty"; rc=$?
+check "mkdir in an archive: a directory, listed, and nothing written" \
+	eval '[ $rc -eq 0 ] && [ "$(stat -c %F "$M/$T/empty")" = directory ] && ls "$M/$T" | grep -qx empty && [ -z "$(ls -A "$M/$T/empty")" ] && [ "$(md5sum < "$G/$T")" = "$sum" ]'
+check "... made again: File exists" fails_with "File exists" mkdir "$M/$T/empty"
+check "... over an entry's name (any ASCII case): File exists" fails_with "File exists" mkdir "$M/$T/MAP.TXT"
+check "... a name with a backslash: Invalid argument" fails_with "Invalid argument" mkdir "$M/$T/a\\b"
+check "... a name cp1251 cannot write: Invalid argument" fails_with "Invalid argument" mkdir "$M/$T/$(printf '\360\237\230\200')"
+forget() { [ -w /proc/sys/vm/drop_caches ] && { sync; echo 2 > /proc/sys/vm/drop_caches; }; true; }
+forget
+check "... still there once the kernel forgot it" eval '[ -d "$M/$T/empty" ] && ls "$M/$T" | grep -qx empty'
+mkdir -p "$WORK/tree/sub"
+printf 'one' > "$WORK/tree/a.txt"; printf 'two' > "$WORK/tree/sub/b.txt"
+mv "$WORK/tree" "$WORK/Новое"
+cp -r "$WORK/Новое" "$M/$T/"; rc=$?
+check "cp -r of a folder tree into an archive saves its files under their folders" \
+	eval '[ $rc -eq 0 ] && holds "$T/Новое/a.txt" one && holds "$T/Новое/sub/b.txt" two && clean "$T"'
+check "... and the mount shows them" eval 'reads "$T/Новое/sub/b.txt" two && [ "$(cd "$M/$T" && find Новое | sort | tr "\n" " ")" = "Новое Новое/a.txt Новое/sub Новое/sub/b.txt " ]'
+sum=$(md5sum < "$G/$T")
+mkdir -p "$M/$T/x/y/z"
+check "rmdir of a made folder with one in it: Directory not empty" fails_with "not empty" rmdir "$M/$T/x"
+rmdir "$M/$T/x/y/z" "$M/$T/x/y" "$M/$T/x"; rc=$?
+check "... removed from the inside out: gone, and the archive untouched" \
+	eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/x" ] && [ "$(md5sum < "$G/$T")" = "$sum" ]'
+mkdir "$M/$T/New Folder" && mv "$M/$T/New Folder" "$M/$T/Карты"; rc=$?
+check "a new folder renamed, as a file manager does" \
+	eval '[ $rc -eq 0 ] && [ -d "$M/$T/Карты" ] && [ ! -e "$M/$T/New Folder" ] && [ "$(md5sum < "$G/$T")" = "$sum" ]'
+cp "$M/$T/map.txt" "$WORK/m1"
+mv "$M/$T/map.txt" "$M/$T/Карты/"; rc=$?
+check "an entry moved into it is renamed into the folder" \
+	eval '[ $rc -eq 0 ] && cmp -s "$WORK/m1" "$M/$T/Карты/map.txt" && "$E" cat "$G/$T/Карты/map.txt" | cmp -s - "$WORK/m1" && ! "$E" cat "$G/$T/map.txt" >/dev/null 2>&1 && clean "$T"'
+rm "$M/$T/Карты/map.txt"
+check "... its last file removed, the folder stays, empty" eval '[ -d "$M/$T/Карты" ] && [ -z "$(ls -A "$M/$T/Карты")" ] && ! "$E" cat "$G/$T/Карты/map.txt" >/dev/null 2>&1'
+rmdir "$M/$T/Карты"; rc=$?
+check "... until rmdir" eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/Карты" ]'
+mkdir "$M/$Q/new" && printf 'deep' > "$M/$Q/new/f.txt"; rc=$?
+check "a file in a folder made in a backslash folder of a nested archive" \
+	eval '[ $rc -eq 0 ] && holds "$Q/new/f.txt" deep && clean quests.res'
+mkdir "$M/$T/out" "$M/$T/across"
+mv "$M/$T/out" "$M/" 2>"$WORK/mv.err"; rc=$?
+check "an empty made folder moved into the game folder is made there on disk (EXDEV: mv makes it)" \
+	eval '[ $rc -eq 0 ] && [ ! -s "$WORK/mv.err" ] && [ -d "$G/out" ] && [ ! -e "$M/$T/out" ]'
+mv "$M/$T/across" "$M/quests.res/" 2>"$WORK/mv.err"; rc=$?
+check "... and moved into another archive, made there (its times and mode set without a complaint)" \
+	eval '[ $rc -eq 0 ] && [ ! -s "$WORK/mv.err" ] && [ -d "$M/quests.res/across" ] && [ ! -e "$M/$T/across" ]'
+pids=""
+for i in 1 2 3 4; do cp -r "$WORK/Новое" "$M/$T/p$i" & pids="$pids $!"; done
+bad=0; for p in $pids; do wait "$p" || bad=1; done
+for i in 1 2 3 4; do holds "$T/p$i/a.txt" one && holds "$T/p$i/sub/b.txt" two || bad=1; done
+check "four cp -r into one archive at once: every file saved under its folders" eval '[ $bad -eq 0 ] && clean "$T"'
+mkdir "$M/$T/stays-not"
+remount
+check "after a new mount: empty made folders are gone, the others stay" \
+	eval '[ ! -e "$M/$T/stays-not" ] && [ ! -e "$M/quests.res/across" ] && reads "$T/Новое/a.txt" one'
+do_umount "$M"
+do_mount "$G" "$M" -o ro
+check "mkdir in an archive of a read-only mount: Read-only file system" fails_with "Read-only" mkdir "$M/$T/ro"
+do_umount "$M"
+
 # ---- read-only archives stay so ---------------------------------------------------------------
 chmod 444 "$G/figures.res"
 do_mount "$G" "$M"

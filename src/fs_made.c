@@ -1,0 +1,327 @@
+/* Folders made inside archives.  An archive holds folders only as parts
+ * of its entries' names ("maps\new\a.reg"), so a folder made there by
+ * mkdir has nothing to be saved as: it lives here, in memory, shown
+ * empty, until a file saved into it gives it entries and the tree shows
+ * it; and it stays known, so that it is still there (empty) when its
+ * last file goes, until rmdir or the unmount.  cp -r, a file manager's
+ * "new folder" and mv into it work as they do on a disk. */
+#define _GNU_SOURCE
+#include "fs_write.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cp1251.h"
+
+/* What the set keeps of a made folder (its inode is the key, with a
+ * reference the set holds). */
+struct made {
+	time_t mtime;
+};
+
+void fs_made_init(struct fs *fs)
+{
+	pthread_mutex_init(&fs->made_lock, NULL);
+	fs->made = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+}
+
+void fs_made_free(struct fs *fs)
+{
+	/* the inodes go with the table of inodes */
+	g_hash_table_destroy(fs->made);
+	pthread_mutex_destroy(&fs->made_lock);
+}
+
+/* The made folder's record, or NULL; the pointer is valid while made_lock is held. */
+static struct made *made_of(struct fs *fs, struct inode *in)
+{
+	return in && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE) ? g_hash_table_lookup(fs->made, in) : NULL;
+}
+
+int fs_made_empty(struct fs *fs, struct inode *in)
+{
+	int made;
+
+	pthread_mutex_lock(&fs->made_lock);
+	made = made_of(fs, in) != NULL;
+	pthread_mutex_unlock(&fs->made_lock);
+	return made && !inode_node(fs->inodes, in);
+}
+
+struct inode *fs_made_anchor(struct fs *fs, struct inode *in, GString *rel)
+{
+	g_string_truncate(rel, 0);
+	while (in && !inode_node(fs->inodes, in)) {
+		if (!fs_made_empty(fs, in))
+			return NULL;
+		if (rel->len)
+			g_string_prepend_c(rel, '/');
+		g_string_prepend(rel, in->name);
+		in = in->parent;
+	}
+	return in;
+}
+
+struct tree_node *fs_made_target(struct fs *fs, struct inode *in, const char *name, GString *path,
+				 struct inode **anchor)
+{
+	struct inode *a = fs_made_anchor(fs, in, path);
+
+	if (!a)
+		return NULL;
+	if (path->len)
+		g_string_append_c(path, '/');
+	g_string_append(path, name);
+	if (anchor)
+		*anchor = a;
+	return inode_node(fs->inodes, a);
+}
+
+int fs_made_stat(struct fs *fs, struct inode *in, struct stat *st)
+{
+	GString *rel = g_string_new(NULL);
+	struct inode *a = fs_made_anchor(fs, in, rel);
+	struct tree_node *an = a ? inode_node(fs->inodes, a) : NULL;
+	struct made *m;
+	time_t mtime = 0;
+
+	g_string_free(rel, TRUE);
+	pthread_mutex_lock(&fs->made_lock);
+	m = made_of(fs, in);
+	if (m)
+		mtime = m->mtime;
+	pthread_mutex_unlock(&fs->made_lock);
+	if (!an || !m)
+		return -ENOENT;
+	tree_stat(fs->tree, an, st); /* its owner and permissions */
+	st->st_ino = in->ino;
+	st->st_mode = S_IFDIR | (an->mode & 07777);
+	st->st_nlink = 2;
+	st->st_size = 0;
+	st->st_blocks = 0;
+	st->st_mtime = st->st_ctime = st->st_atime = mtime;
+	return 0;
+}
+
+int fs_made_entry(struct fs *fs, struct inode *in, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof *e);
+	e->ino = fs_ino(fs, in);
+	e->generation = 1;
+	e->entry_timeout = fs->timeout;
+	/* a file saved into it turns it into the archive's folder */
+	e->attr_timeout = 0;
+	return fs_made_stat(fs, in, &e->attr);
+}
+
+/* Whether a made folder lies in dir (not counting one the tree shows). */
+static int has_made_child(struct fs *fs, struct inode *dir)
+{
+	GHashTableIter it;
+	gpointer key;
+	int found = 0;
+
+	pthread_mutex_lock(&fs->made_lock);
+	g_hash_table_iter_init(&it, fs->made);
+	while (!found && g_hash_table_iter_next(&it, &key, NULL)) {
+		struct inode *in = key;
+
+		found = in->parent == dir && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE);
+	}
+	pthread_mutex_unlock(&fs->made_lock);
+	return found;
+}
+
+uint64_t fs_made_cookie(const struct inode *in)
+{
+	/* even: never one of the tree's, which are odd */
+	return ((in->ino >> 1) & ~(uint64_t)1) | 2;
+}
+
+static gint by_cookie(gconstpointer a, gconstpointer b)
+{
+	uint64_t x = fs_made_cookie(*(struct inode *const *)a), y = fs_made_cookie(*(struct inode *const *)b);
+
+	return x < y ? -1 : x > y;
+}
+
+GPtrArray *fs_made_children(struct fs *fs, struct inode *dir)
+{
+	GPtrArray *v = g_ptr_array_new();
+	GHashTableIter it;
+	gpointer key;
+
+	pthread_mutex_lock(&fs->made_lock);
+	g_hash_table_iter_init(&it, fs->made);
+	while (g_hash_table_iter_next(&it, &key, NULL)) {
+		struct inode *in = key;
+
+		if (in->parent == dir && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)) {
+			inode_ref(fs->inodes, in);
+			g_ptr_array_add(v, in);
+		}
+	}
+	pthread_mutex_unlock(&fs->made_lock);
+	/* the tree lists those that have entries now */
+	for (guint i = v->len; i-- > 0;) {
+		struct inode *in = v->pdata[i];
+
+		if (inode_node(fs->inodes, in)) {
+			inode_unref(fs->inodes, in);
+			g_ptr_array_remove_index(v, i);
+		}
+	}
+	g_ptr_array_sort(v, by_cookie);
+	return v;
+}
+
+void fs_made_children_free(struct fs *fs, GPtrArray *v)
+{
+	for (guint i = 0; i < v->len; i++)
+		inode_unref(fs->inodes, v->pdata[i]);
+	g_ptr_array_free(v, TRUE);
+}
+
+/* A name an archive can hold: cp1251, and no backslash (which would make
+ * folders of it). */
+static int name_fits(const char *name)
+{
+	GString *bytes = g_string_new(NULL);
+	size_t bad;
+	int ok = !strchr(name, '\\') && utf8_to_cp1251(name, strlen(name), bytes, &bad) == 0;
+
+	g_string_free(bytes, TRUE);
+	return ok;
+}
+
+/* Whether name in pin stands for something now: a tree node, a made
+ * folder, or an editor's temporary. */
+static int taken(struct fs *fs, struct inode *pin, struct tree_node *pn, const char *name)
+{
+	struct inode *in = inodes_find(fs->inodes, pin, name);
+	int err = 0;
+
+	if (pn && tree_lookup(fs->tree, pn, name, &err))
+		return 1;
+	return in && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)
+	       && (__atomic_load_n(&in->scratch, __ATOMIC_ACQUIRE) || fs_made_empty(fs, in));
+}
+
+int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fuse_entry_param *e)
+{
+	GString *rel = g_string_new(NULL);
+	struct inode *a, *in;
+	struct tree_node *an;
+	struct made *m;
+	int rc;
+
+	tree_read_lock(fs->tree);
+	a = fs_made_anchor(fs, pin, rel);
+	an = a ? inode_node(fs->inodes, a) : NULL;
+	if (!an)
+		rc = -ENOENT;
+	else if (an->kind != NODE_ARCHIVE && an->kind != NODE_VDIR)
+		rc = -EPERM;
+	else if ((rc = fs_may_change(fs, an)) < 0)
+		;
+	else if (!name_fits(name))
+		rc = -EINVAL;
+	else if (taken(fs, pin, rel->len ? NULL : an, name))
+		rc = -EEXIST;
+	if (rc < 0) {
+		tree_read_unlock(fs->tree);
+		g_string_free(rel, TRUE);
+		return rc;
+	}
+	in = inodes_named(fs->inodes, pin, name, tree_child_ino(pin->ino, name));
+	m = g_new(struct made, 1);
+	m->mtime = time(NULL);
+	inode_ref(fs->inodes, in); /* the set's */
+	pthread_mutex_lock(&fs->made_lock);
+	g_hash_table_insert(fs->made, in, m);
+	pthread_mutex_unlock(&fs->made_lock);
+	rc = fs_made_entry(fs, in, e);
+	tree_read_unlock(fs->tree);
+	g_string_free(rel, TRUE);
+	return rc;
+}
+
+/* Forgets made folder in (made_lock held): the set's reference is the
+ * caller's now. */
+static int forget_locked(struct fs *fs, struct inode *in)
+{
+	return g_hash_table_remove(fs->made, in);
+}
+
+int fs_made_rmdir(struct fs *fs, struct inode *pin, const char *name)
+{
+	struct inode *in = inodes_find(fs->inodes, pin, name);
+	int gone;
+
+	if (!in || !fs_made_empty(fs, in))
+		return 0;
+	if (has_made_child(fs, in))
+		return -ENOTEMPTY;
+	pthread_mutex_lock(&fs->made_lock);
+	gone = forget_locked(fs, in);
+	pthread_mutex_unlock(&fs->made_lock);
+	if (!gone)
+		return 0; /* another rmdir took it */
+	inodes_unlink(fs->inodes, pin, name);
+	inode_unref(fs->inodes, in);
+	return 1;
+}
+
+int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const char *newname, unsigned flags)
+{
+	GString *rel = g_string_new(NULL);
+	struct inode *a, *there;
+	struct tree_node *an, *from, *target = NULL;
+	int rc = 0, err = 0;
+
+	tree_write_lock(fs->tree); /* inodes_move */
+	a = fs_made_anchor(fs, in, rel);
+	from = a ? inode_node(fs->inodes, a) : NULL;
+	a = fs_made_anchor(fs, npin, rel);
+	an = a ? inode_node(fs->inodes, a) : NULL;
+	if (!rel->len && an)
+		target = tree_lookup(fs->tree, an, newname, &err);
+	there = inodes_find(fs->inodes, npin, newname);
+	if (!an || !from)
+		rc = -ENOENT;
+	else if ((an->kind != NODE_ARCHIVE && an->kind != NODE_VDIR) || tree_unit(an) != tree_unit(from))
+		rc = -EXDEV; /* as for entries: mv then makes it there and removes this one */
+	else if ((rc = fs_may_change(fs, an)) < 0)
+		;
+	else if (!name_fits(newname))
+		rc = -EINVAL;
+	else if ((flags & RENAME_NOREPLACE) && (target || (there && there != in && fs_made_empty(fs, there))))
+		rc = -EEXIST;
+	else if (target)
+		rc = tree_is_dir(target) ? -ENOTEMPTY : -ENOTDIR;
+	else if (there && there != in && fs_made_empty(fs, there) && has_made_child(fs, there))
+		rc = -ENOTEMPTY;
+	for (struct inode *up = npin; rc == 0 && up; up = up->parent)
+		if (up == in)
+			rc = -EINVAL; /* into itself */
+	if (rc == 0) {
+		int replaced = 0;
+
+		/* an empty folder there is replaced, as rename(2) does */
+		if (there && there != in) {
+			pthread_mutex_lock(&fs->made_lock);
+			replaced = forget_locked(fs, there);
+			pthread_mutex_unlock(&fs->made_lock);
+		}
+		inodes_move(fs->inodes, in, npin, newname); /* unlinks what was there */
+		__atomic_store_n(&in->ino, tree_child_ino(npin->ino, newname), __ATOMIC_RELAXED);
+		if (replaced)
+			inode_unref(fs->inodes, there);
+	}
+	tree_write_unlock(fs->tree);
+	g_string_free(rel, TRUE);
+	return rc;
+}
