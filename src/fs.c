@@ -403,16 +403,18 @@ static void status_stat(struct fs *fs, struct stat *st)
 /* A folder made inside an archive, before its first entry (fs_made.c). */
 static int reply_made(fuse_req_t req, struct fs *fs, struct inode *pin, const char *name)
 {
-	struct inode *in = inodes_find(fs->inodes, pin, name);
 	struct fuse_entry_param e;
-	int rc;
+	struct inode *in;
+	int rc = -ENOENT;
 
-	if (!in)
-		return 0;
 	tree_read_lock(fs->tree);
-	rc = fs_made_empty(fs, in) ? fs_made_entry(fs, in, &e) : -ENOENT;
-	if (rc == 0)
-		inodes_count_lookup(fs->inodes, in);
+	in = fs_made_find(fs, pin, name);
+	if (in) {
+		rc = fs_made_entry(fs, in, &e);
+		if (rc == 0)
+			inodes_count_lookup(fs->inodes, in);
+		inode_unref(fs->inodes, in);
+	}
 	tree_read_unlock(fs->tree);
 	if (rc < 0)
 		return 0;

@@ -170,8 +170,16 @@ int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fus
 /* rmdir of name in pin where it is a made folder the tree does not show:
  * 1 when it went, 0 when it is no such folder, or -ENOTEMPTY. */
 int fs_made_rmdir(struct fs *fs, struct inode *pin, const char *name);
+/* The made folder in dir called name in any ASCII case (as the archive
+ * will) that the tree does not show, with a reference; NULL if none. */
+struct inode *fs_made_find(struct fs *fs, struct inode *dir, const char *name);
+/* Whether a made folder or an editor's temporary lies in dir. */
+int fs_made_has_child(struct fs *fs, struct inode *dir);
+/* in is no made folder any more (replaced by a rename). */
+void fs_made_forget(struct fs *fs, struct inode *in);
 /* Made folder in (empty) becomes newname in npin.  Takes the write lock
- * itself.  0 or a negative errno. */
+ * itself.  0 or a negative errno; 1 when in is no empty made folder now
+ * (a file was saved in it): the caller renames the archive's folder. */
 int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const char *newname, unsigned flags);
 
 /* The status file: failed saves, one a line. */

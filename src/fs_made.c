@@ -35,10 +35,13 @@ void fs_made_free(struct fs *fs)
 	pthread_mutex_destroy(&fs->made_lock);
 }
 
-/* The made folder's record, or NULL; the pointer is valid while made_lock is held. */
+/* The made folder's record, or NULL; valid while made_lock is held.  The
+ * set is asked first: an inode not in it may be gone already. */
 static struct made *made_of(struct fs *fs, struct inode *in)
 {
-	return in && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE) ? g_hash_table_lookup(fs->made, in) : NULL;
+	struct made *m = in ? g_hash_table_lookup(fs->made, in) : NULL;
+
+	return m && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE) ? m : NULL;
 }
 
 int fs_made_empty(struct fs *fs, struct inode *in)
@@ -117,22 +120,65 @@ int fs_made_entry(struct fs *fs, struct inode *in, struct fuse_entry_param *e)
 	return fs_made_stat(fs, in, &e->attr);
 }
 
-/* Whether a made folder lies in dir (not counting one the tree shows). */
-static int has_made_child(struct fs *fs, struct inode *dir)
+/* A made folder in dir called name in any ASCII case (any name: NULL),
+ * with a reference; NULL if none. */
+static struct inode *made_child(struct fs *fs, struct inode *dir, const char *name)
 {
 	GHashTableIter it;
 	gpointer key;
-	int found = 0;
+	struct inode *found = NULL;
 
 	pthread_mutex_lock(&fs->made_lock);
 	g_hash_table_iter_init(&it, fs->made);
 	while (!found && g_hash_table_iter_next(&it, &key, NULL)) {
 		struct inode *in = key;
 
-		found = in->parent == dir && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE);
+		if (in->parent == dir && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)
+		    && (!name || g_ascii_strcasecmp(in->name, name) == 0))
+			found = in;
 	}
+	if (found)
+		inode_ref(fs->inodes, found);
 	pthread_mutex_unlock(&fs->made_lock);
 	return found;
+}
+
+struct inode *fs_made_find(struct fs *fs, struct inode *dir, const char *name)
+{
+	struct inode *in = made_child(fs, dir, name);
+
+	if (in && inode_node(fs->inodes, in)) {
+		inode_unref(fs->inodes, in); /* the tree shows it */
+		in = NULL;
+	}
+	return in;
+}
+
+struct scratch_search {
+	struct inode *dir;
+	int found;
+};
+
+static void find_scratch(struct inode *in, void *ctx)
+{
+	struct scratch_search *q = ctx;
+
+	if (in->parent == q->dir && in->scratch && !in->unlinked)
+		q->found = 1;
+}
+
+int fs_made_has_child(struct fs *fs, struct inode *dir)
+{
+	struct inode *in = made_child(fs, dir, NULL);
+	struct scratch_search q = { dir, 0 };
+
+	if (in) {
+		inode_unref(fs->inodes, in);
+		return 1;
+	}
+	/* an editor's temporary would have nowhere to be saved */
+	inodes_each_below(fs->inodes, dir, find_scratch, &q);
+	return q.found;
 }
 
 uint64_t fs_made_cookie(const struct inode *in)
@@ -148,9 +194,28 @@ static gint by_cookie(gconstpointer a, gconstpointer b)
 	return x < y ? -1 : x > y;
 }
 
+/* Takes made folder in out of the set (the set's reference then is the
+ * caller's); 0 if it was not in it. */
+static int take_out(struct fs *fs, struct inode *in)
+{
+	int was;
+
+	pthread_mutex_lock(&fs->made_lock);
+	was = g_hash_table_remove(fs->made, in);
+	pthread_mutex_unlock(&fs->made_lock);
+	return was;
+}
+
+void fs_made_forget(struct fs *fs, struct inode *in)
+{
+	if (take_out(fs, in))
+		inode_unref(fs->inodes, in);
+}
+
 GPtrArray *fs_made_children(struct fs *fs, struct inode *dir)
 {
 	GPtrArray *v = g_ptr_array_new();
+	GString *rel = g_string_new(NULL);
 	GHashTableIter it;
 	gpointer key;
 
@@ -165,15 +230,20 @@ GPtrArray *fs_made_children(struct fs *fs, struct inode *dir)
 		}
 	}
 	pthread_mutex_unlock(&fs->made_lock);
-	/* the tree lists those that have entries now */
 	for (guint i = v->len; i-- > 0;) {
 		struct inode *in = v->pdata[i];
 
 		if (inode_node(fs->inodes, in)) {
-			inode_unref(fs->inodes, in);
-			g_ptr_array_remove_index(v, i);
+			/* the tree lists it */
+		} else if (!fs_made_anchor(fs, in, rel)) {
+			fs_made_forget(fs, in); /* its archive went: so did it */
+		} else {
+			continue;
 		}
+		inode_unref(fs->inodes, in);
+		g_ptr_array_remove_index(v, i);
 	}
+	g_string_free(rel, TRUE);
 	g_ptr_array_sort(v, by_cookie);
 	return v;
 }
@@ -197,17 +267,41 @@ static int name_fits(const char *name)
 	return ok;
 }
 
-/* Whether name in pin stands for something now: a tree node, a made
- * folder, or an editor's temporary. */
+/* Whether name in pin stands for something now: a tree node or a made
+ * folder (in any ASCII case, as the archive will), or an editor's
+ * temporary. */
 static int taken(struct fs *fs, struct inode *pin, struct tree_node *pn, const char *name)
 {
-	struct inode *in = inodes_find(fs->inodes, pin, name);
+	struct inode *in = inodes_find(fs->inodes, pin, name), *made;
 	int err = 0;
 
 	if (pn && tree_lookup(fs->tree, pn, name, &err))
 		return 1;
-	return in && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)
-	       && (__atomic_load_n(&in->scratch, __ATOMIC_ACQUIRE) || fs_made_empty(fs, in));
+	made = made_child(fs, pin, name);
+	if (made) {
+		inode_unref(fs->inodes, made);
+		return 1;
+	}
+	return in && in->scratch && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE);
+}
+
+/* Puts in into the set, with a reference (read lock). */
+static void keep(struct fs *fs, struct inode *in, time_t mtime)
+{
+	struct made *m = g_new(struct made, 1);
+
+	m->mtime = mtime;
+	inode_ref(fs->inodes, in);
+	pthread_mutex_lock(&fs->made_lock);
+	if (g_hash_table_contains(fs->made, in)) {
+		g_free(m);
+		m = NULL;
+	} else {
+		g_hash_table_insert(fs->made, in, m);
+	}
+	pthread_mutex_unlock(&fs->made_lock);
+	if (!m)
+		inode_unref(fs->inodes, in);
 }
 
 int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fuse_entry_param *e)
@@ -215,7 +309,6 @@ int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fus
 	GString *rel = g_string_new(NULL);
 	struct inode *a, *in;
 	struct tree_node *an;
-	struct made *m;
 	int rc;
 
 	tree_read_lock(fs->tree);
@@ -236,60 +329,67 @@ int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fus
 		g_string_free(rel, TRUE);
 		return rc;
 	}
+	/* the archive's folders it lies in stay while it does, also when
+	 * their last entry goes */
+	for (struct inode *up = pin; up; up = up->parent) {
+		struct tree_node *n = inode_node(fs->inodes, up);
+
+		if (n && n->kind != NODE_VDIR)
+			break;
+		if (n)
+			keep(fs, up, n->mtime);
+	}
 	in = inodes_named(fs->inodes, pin, name, tree_child_ino(pin->ino, name));
-	m = g_new(struct made, 1);
-	m->mtime = time(NULL);
-	inode_ref(fs->inodes, in); /* the set's */
-	pthread_mutex_lock(&fs->made_lock);
-	g_hash_table_insert(fs->made, in, m);
-	pthread_mutex_unlock(&fs->made_lock);
+	keep(fs, in, time(NULL));
 	rc = fs_made_entry(fs, in, e);
 	tree_read_unlock(fs->tree);
 	g_string_free(rel, TRUE);
 	return rc;
 }
 
-/* Forgets made folder in (made_lock held): the set's reference is the
- * caller's now. */
-static int forget_locked(struct fs *fs, struct inode *in)
-{
-	return g_hash_table_remove(fs->made, in);
-}
-
 int fs_made_rmdir(struct fs *fs, struct inode *pin, const char *name)
 {
-	struct inode *in = inodes_find(fs->inodes, pin, name);
-	int gone;
+	struct inode *in = fs_made_find(fs, pin, name);
+	int rc = 0;
 
-	if (!in || !fs_made_empty(fs, in))
+	if (!in)
 		return 0;
-	if (has_made_child(fs, in))
-		return -ENOTEMPTY;
-	pthread_mutex_lock(&fs->made_lock);
-	gone = forget_locked(fs, in);
-	pthread_mutex_unlock(&fs->made_lock);
-	if (!gone)
-		return 0; /* another rmdir took it */
-	inodes_unlink(fs->inodes, pin, name);
+	if (fs_made_has_child(fs, in))
+		rc = -ENOTEMPTY;
+	else if (take_out(fs, in)) {
+		inodes_unlink(fs->inodes, pin, in->name);
+		inode_unref(fs->inodes, in); /* the set's */
+		rc = 1;
+	}
 	inode_unref(fs->inodes, in);
-	return 1;
+	return rc;
 }
 
 int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const char *newname, unsigned flags)
 {
 	GString *rel = g_string_new(NULL);
-	struct inode *a, *there;
+	struct inode *a, *there = NULL;
 	struct tree_node *an, *from, *target = NULL;
 	int rc = 0, err = 0;
 
 	tree_write_lock(fs->tree); /* inodes_move */
+	if (!fs_made_empty(fs, in)) {
+		/* a file was saved in it meanwhile: the archive's folder now */
+		tree_write_unlock(fs->tree);
+		g_string_free(rel, TRUE);
+		return 1;
+	}
 	a = fs_made_anchor(fs, in, rel);
 	from = a ? inode_node(fs->inodes, a) : NULL;
 	a = fs_made_anchor(fs, npin, rel);
 	an = a ? inode_node(fs->inodes, a) : NULL;
 	if (!rel->len && an)
 		target = tree_lookup(fs->tree, an, newname, &err);
-	there = inodes_find(fs->inodes, npin, newname);
+	there = made_child(fs, npin, newname);
+	if (there == in) {
+		inode_unref(fs->inodes, there);
+		there = NULL;
+	}
 	if (!an || !from)
 		rc = -ENOENT;
 	else if ((an->kind != NODE_ARCHIVE && an->kind != NODE_VDIR) || tree_unit(an) != tree_unit(from))
@@ -298,29 +398,26 @@ int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const ch
 		;
 	else if (!name_fits(newname))
 		rc = -EINVAL;
-	else if ((flags & RENAME_NOREPLACE) && (target || (there && there != in && fs_made_empty(fs, there))))
+	else if ((flags & RENAME_NOREPLACE) && (target || there))
 		rc = -EEXIST;
 	else if (target)
 		rc = tree_is_dir(target) ? -ENOTEMPTY : -ENOTDIR;
-	else if (there && there != in && fs_made_empty(fs, there) && has_made_child(fs, there))
+	else if (there && fs_made_has_child(fs, there))
 		rc = -ENOTEMPTY;
 	for (struct inode *up = npin; rc == 0 && up; up = up->parent)
 		if (up == in)
 			rc = -EINVAL; /* into itself */
 	if (rc == 0) {
-		int replaced = 0;
-
 		/* an empty folder there is replaced, as rename(2) does */
-		if (there && there != in) {
-			pthread_mutex_lock(&fs->made_lock);
-			replaced = forget_locked(fs, there);
-			pthread_mutex_unlock(&fs->made_lock);
-		}
-		inodes_move(fs->inodes, in, npin, newname); /* unlinks what was there */
+		if (there)
+			inodes_unlink(fs->inodes, npin, there->name);
+		inodes_move(fs->inodes, in, npin, newname);
 		__atomic_store_n(&in->ino, tree_child_ino(npin->ino, newname), __ATOMIC_RELAXED);
-		if (replaced)
-			inode_unref(fs->inodes, there);
+		if (there)
+			fs_made_forget(fs, there);
 	}
+	if (there)
+		inode_unref(fs->inodes, there);
 	tree_write_unlock(fs->tree);
 	g_string_free(rel, TRUE);
 	return rc;

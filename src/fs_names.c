@@ -287,6 +287,14 @@ static int is_empty(struct fs *fs, struct tree_node *n)
 	return 1;
 }
 
+/* Whether folders made in the mount (fs_made.c) lie in n, of folder pin. */
+static int made_in(struct fs *fs, struct inode *pin, struct tree_node *n)
+{
+	struct inode *in = inodes_find(fs->inodes, pin, n->name);
+
+	return in && fs_made_has_child(fs, in);
+}
+
 static void revert_view(struct fs *fs, struct inode *pin, const char *name)
 {
 	struct inode *in = inodes_find(fs->inodes, pin, name);
@@ -389,7 +397,7 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = -EROFS;
 	else if (!tree_is_dir(n))
 		rc = -ENOTDIR;
-	else if (n->kind == NODE_FOLDER || (n->kind == NODE_ARCHIVE && is_empty(fs, n))) {
+	else if (n->kind == NODE_FOLDER || (n->kind == NODE_ARCHIVE && is_empty(fs, n) && !made_in(fs, pin, n))) {
 		/* an empty archive goes as a whole; a folder as the system says */
 		fuse_reply_err(req, -remove_node(fs, pin, pn, n, n->kind == NODE_FOLDER)); /* unlocks */
 		return;
@@ -537,7 +545,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent), *npin = fs_inode(fs, newparent), *in, *unit = NULL;
-	struct inode *from_unit = NULL, *nanchor = NULL, *there;
+	struct inode *from_unit = NULL, *nanchor = NULL, *there, *made;
 	GString *npath;
 	struct tree_node *pn, *npn, *n, *target;
 	struct res_error err = { 0 };
@@ -545,7 +553,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct fs_written written = { 0 };
 	struct fs_move move;
 	GBytes *text = NULL;
-	int rc = 0, e = 0, real = 0, made;
+	int rc = 0, e = 0, real = 0;
 
 	if (flags & ~RENAME_NOREPLACE) {
 		fuse_reply_err(req, EINVAL);
@@ -559,15 +567,20 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &e) : NULL;
 	in = inodes_find(fs->inodes, pin, n ? n->name : name);
-	made = !n && in && !in->scratch && fs_made_empty(fs, in);
+	made = n ? NULL : fs_made_find(fs, pin, name);
 	tree_read_unlock(fs->tree);
 	if (!n && in && in->scratch) {
 		fuse_reply_err(req, -rename_scratch(fs, in, npin, newname));
 		return;
 	}
 	if (made) {
-		fuse_reply_err(req, -fs_made_rename(fs, in, npin, newname, flags));
-		return;
+		rc = fs_made_rename(fs, made, npin, newname, flags);
+		inode_unref(fs->inodes, made);
+		if (rc <= 0) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
+		rc = 0; /* a file was saved in it: renamed as the archive's folder */
 	}
 	rc = save_pending(fs, in);
 	move = (struct fs_move){ in, npin, newname, 0 };
@@ -578,9 +591,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	n = pn ? tree_lookup(fs->tree, pn, name, &e) : NULL;
 	target = npn ? tree_lookup(fs->tree, npn, npath->str, &e) : NULL;
 	/* an empty folder made there (fs_made.c) */
-	there = target ? NULL : inodes_find(fs->inodes, npin, newname);
-	if (there && (there == in || !fs_made_empty(fs, there)))
-		there = NULL;
+	there = target ? NULL : fs_made_find(fs, npin, newname);
 	if (rc < 0)
 		;
 	else if (!n || !npn)
@@ -589,14 +600,16 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		rc = -EEXIST;
 	else if (there && !tree_is_dir(n))
 		rc = -EISDIR;
+	else if (there && fs_made_has_child(fs, there))
+		rc = -ENOTEMPTY;
+	else if (target && target != n && tree_is_dir(target) && made_in(fs, npin, target))
+		rc = -ENOTEMPTY;
 	else if (target && target != n && tree_is_dir(n) && tree_is_dir(target) && !is_empty(fs, target))
 		rc = -ENOTEMPTY; /* as rename(2): a folder replaces only an empty one */
 	else if (in_folder(n) && is_folder(npn) && !(target && target->kind == NODE_VIEW))
 		real = 1;
 	else if (!(plan = wb_rename(fs->tree, n, npn, npath->str, &err)) || !(unit = fs_unit_of(fs, nanchor)))
 		rc = -(err.code ? err.code : EIO);
-	else if (there && (rc = fs_made_rmdir(fs, npin, newname)) > 0)
-		rc = 0; /* a folder replaces an empty one, as rename(2) */
 	if (plan && unit) {
 		/* a loose file renamed onto a view in another folder leaves its own */
 		from_unit = fs_unit_of(fs, pin);
@@ -621,6 +634,13 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 			log_msg(LOG_ERR, "%s -> %s: not renamed: %s", name, newname, err.msg);
 		else if (from_unit)
 			fs_reload(fs, from_unit, NULL, NULL);
+		if (rc == 0 && there) {
+			/* replaced, as rename(2) replaces an empty folder (the
+			 * move took its name when spelt the same) */
+			if (strcmp(there->name, newname) != 0)
+				inodes_unlink(fs->inodes, npin, there->name);
+			fs_made_forget(fs, there);
+		}
 	} else {
 		wb_plan_free(plan);
 		tree_read_unlock(fs->tree);
@@ -631,6 +651,8 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		keep_text(fs, in, text, &written);
 	if (text)
 		g_bytes_unref(text);
+	if (there)
+		inode_unref(fs->inodes, there);
 	g_string_free(npath, TRUE);
 	fuse_reply_err(req, -rc);
 }

@@ -270,9 +270,13 @@ kill -TERM $fg; wait $fg
 # one is kept in memory until a file saved in it names it, and listed until
 # rmdir or the unmount.
 T=texts.res
+mkdir "$WORK/nothing" && "$E" pack "$WORK/nothing" "$G/empty.res" > /dev/null
 fails_with() { # fails_with TEXT COMMAND...: the command fails, saying TEXT
-	! "$@" 2>"$WORK/made.err" && grep -q "$1" "$WORK/made.err"
+	said=$1; shift
+	! "$@" 2>"$WORK/made.err" && grep -q "$said" "$WORK/made.err"
 }
+# a rename(2) alone: mv would copy where it fails (EXDEV)
+rename() { python3 -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "$1" "$2"; }
 do_mount "$G" "$M"
 sum=$(md5sum < "$G/$T")
 mkdir "$M/$T/empty"; rc=$?
@@ -280,6 +284,8 @@ check "mkdir in an archive: a directory, listed, and nothing written" \
 	eval '[ $rc -eq 0 ] && [ "$(stat -c %F "$M/$T/empty")" = directory ] && ls "$M/$T" | grep -qx empty && [ -z "$(ls -A "$M/$T/empty")" ] && [ "$(md5sum < "$G/$T")" = "$sum" ]'
 check "... made again: File exists" fails_with "File exists" mkdir "$M/$T/empty"
 check "... over an entry's name (any ASCII case): File exists" fails_with "File exists" mkdir "$M/$T/MAP.TXT"
+check "... over a made folder's name in another ASCII case: File exists" fails_with "File exists" mkdir "$M/$T/EMPTY"
+check "... and found by that name, as the archive will" eval '[ -d "$M/$T/Empty" ]'
 check "... a name with a backslash: Invalid argument" fails_with "Invalid argument" mkdir "$M/$T/a\\b"
 check "... a name cp1251 cannot write: Invalid argument" fails_with "Invalid argument" mkdir "$M/$T/$(printf '\360\237\230\200')"
 forget() { [ -w /proc/sys/vm/drop_caches ] && { sync; echo 2 > /proc/sys/vm/drop_caches; }; true; }
@@ -298,7 +304,7 @@ check "rmdir of a made folder with one in it: Directory not empty" fails_with "n
 rmdir "$M/$T/x/y/z" "$M/$T/x/y" "$M/$T/x"; rc=$?
 check "... removed from the inside out: gone, and the archive untouched" \
 	eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/x" ] && [ "$(md5sum < "$G/$T")" = "$sum" ]'
-mkdir "$M/$T/New Folder" && mv "$M/$T/New Folder" "$M/$T/Карты"; rc=$?
+mkdir "$M/$T/New Folder" && rename "$M/$T/New Folder" "$M/$T/Карты"; rc=$?
 check "a new folder renamed, as a file manager does" \
 	eval '[ $rc -eq 0 ] && [ -d "$M/$T/Карты" ] && [ ! -e "$M/$T/New Folder" ] && [ "$(md5sum < "$G/$T")" = "$sum" ]'
 cp "$M/$T/map.txt" "$WORK/m1"
@@ -307,6 +313,9 @@ check "an entry moved into it is renamed into the folder" \
 	eval '[ $rc -eq 0 ] && cmp -s "$WORK/m1" "$M/$T/Карты/map.txt" && "$E" cat "$G/$T/Карты/map.txt" | cmp -s - "$WORK/m1" && ! "$E" cat "$G/$T/map.txt" >/dev/null 2>&1 && clean "$T"'
 rm "$M/$T/Карты/map.txt"
 check "... its last file removed, the folder stays, empty" eval '[ -d "$M/$T/Карты" ] && [ -z "$(ls -A "$M/$T/Карты")" ] && ! "$E" cat "$G/$T/Карты/map.txt" >/dev/null 2>&1'
+: > "$M/$T/Карты/.notes.swp"
+check "rmdir of a made folder holding only an editor's temporary: Directory not empty" fails_with "not empty" rmdir "$M/$T/Карты"
+rm "$M/$T/Карты/.notes.swp"
 rmdir "$M/$T/Карты"; rc=$?
 check "... until rmdir" eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/Карты" ]'
 mkdir "$M/$Q/new" && printf 'deep' > "$M/$Q/new/f.txt"; rc=$?
@@ -324,10 +333,18 @@ for i in 1 2 3 4; do cp -r "$WORK/Новое" "$M/$T/p$i" & pids="$pids $!"; don
 bad=0; for p in $pids; do wait "$p" || bad=1; done
 for i in 1 2 3 4; do holds "$T/p$i/a.txt" one && holds "$T/p$i/sub/b.txt" two || bad=1; done
 check "four cp -r into one archive at once: every file saved under its folders" eval '[ $bad -eq 0 ] && clean "$T"'
-mkdir "$M/$T/stays-not"
+mkdir "$M/$T/stays-not"; rc=$?
 remount
 check "after a new mount: empty made folders are gone, the others stay" \
-	eval '[ ! -e "$M/$T/stays-not" ] && [ ! -e "$M/quests.res/across" ] && reads "$T/Новое/a.txt" one'
+	eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/stays-not" ] && [ ! -e "$M/quests.res/across" ] && reads "$T/Новое/a.txt" one'
+mkdir "$M/$T/Новое/sub/keep" && rm "$M/$T/Новое/sub/b.txt"; rc=$?
+check "a folder of the archive whose last file goes stays while a folder made in it does" \
+	eval '[ $rc -eq 0 ] && [ -d "$M/$T/Новое/sub/keep" ] && [ "$(ls -A "$M/$T/Новое/sub")" = keep ]'
+rmdir "$M/$T/Новое/sub/keep" "$M/$T/Новое/sub"; rc=$?
+check "... and both go with rmdir" eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/Новое/sub" ] && [ "$(ls -A "$M/$T/Новое")" = a.txt ]'
+mkdir "$M/empty.res/only"
+check "rmdir of an archive that holds only a made folder: Directory not empty" \
+	eval 'fails_with "not empty" rmdir "$M/empty.res" && [ -f "$G/empty.res" ]'
 do_umount "$M"
 do_mount "$G" "$M" -o ro
 check "mkdir in an archive of a read-only mount: Read-only file system" fails_with "Read-only" mkdir "$M/$T/ro"
