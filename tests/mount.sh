@@ -43,6 +43,10 @@ check "entry mtime = table timestamp" [ "$(stat -c %Y "$M/texts.res/map.txt")" =
 check "archive directory mtime = archive file mtime" [ "$(stat -c %Y "$M/texts.res")" = "$(stat -c %Y "$DEMO/texts.res")" ]
 check "entries are read-only files" [ "$(stat -c %A "$M/texts.res/map.txt")" = "-r--r--r--" ]
 (cd "$M" && find . -printf '%i %P\n' | sort) > "$WORK/ino1"
+# listed by inode number (man: an order of its own, kept across reloads)
+ls -fi "$M/texts.res" | awk '{ print $1 }' > "$WORK/order"
+check "a directory lists by inode number ($(wc -l < "$WORK/order") names)" \
+	eval '[ "$(wc -l < "$WORK/order")" -gt 10 ] && sort -c -n "$WORK/order" 2>/dev/null'
 
 # -o ro: writes fail with EROFS, the archive is untouched
 sum=$(md5sum < "$DEMO/texts.res")
