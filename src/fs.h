@@ -175,6 +175,11 @@ int fs_made_rmdir(struct fs *fs, struct inode *pin, const char *name);
 struct inode *fs_made_find(struct fs *fs, struct inode *dir, const char *name);
 /* Whether a made folder or an editor's temporary lies in dir. */
 int fs_made_has_child(struct fs *fs, struct inode *dir);
+/* After top moved: if it is a made folder or lies above one, the
+ * archive's folders it now lies in are kept like those of a folder made
+ * there, and the made folders below it are numbered as there.  Takes the
+ * read lock itself. */
+void fs_made_moved(struct fs *fs, struct inode *top);
 /* in is no made folder any more (replaced by a rename). */
 void fs_made_forget(struct fs *fs, struct inode *in);
 /* Made folder in (empty) becomes newname in npin.  Takes the write lock

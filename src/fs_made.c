@@ -100,7 +100,7 @@ int fs_made_stat(struct fs *fs, struct inode *in, struct stat *st)
 	if (!an || !m)
 		return -ENOENT;
 	tree_stat(fs->tree, an, st); /* its owner and permissions */
-	st->st_ino = in->ino;
+	st->st_ino = __atomic_load_n(&in->ino, __ATOMIC_RELAXED);
 	st->st_mode = S_IFDIR | (an->mode & 07777);
 	st->st_nlink = 2;
 	st->st_size = 0;
@@ -184,7 +184,7 @@ int fs_made_has_child(struct fs *fs, struct inode *dir)
 uint64_t fs_made_cookie(const struct inode *in)
 {
 	/* even: never one of the tree's, which are odd */
-	return ((in->ino >> 1) & ~(uint64_t)1) | 2;
+	return ((__atomic_load_n(&in->ino, __ATOMIC_RELAXED) >> 1) & ~(uint64_t)1) | 2;
 }
 
 static gint by_cookie(gconstpointer a, gconstpointer b)
@@ -304,6 +304,78 @@ static void keep(struct fs *fs, struct inode *in, time_t mtime)
 		inode_unref(fs->inodes, in);
 }
 
+/* The archive's folders dir lies in (dir too) stay while a made folder
+ * in them does, also when their last entry goes. */
+static void keep_ancestors(struct fs *fs, struct inode *dir)
+{
+	for (struct inode *up = dir; up; up = up->parent) {
+		struct tree_node *n = inode_node(fs->inodes, up);
+
+		if (n && n->kind != NODE_VDIR)
+			break;
+		if (n)
+			keep(fs, up, n->mtime);
+	}
+}
+
+/* The made folders below dir get the numbers of the archive's folders
+ * they become there. */
+static void renumber_below(struct fs *fs, struct inode *dir)
+{
+	GPtrArray *v = g_ptr_array_new();
+	GHashTableIter it;
+	gpointer key;
+
+	pthread_mutex_lock(&fs->made_lock);
+	g_hash_table_iter_init(&it, fs->made);
+	while (g_hash_table_iter_next(&it, &key, NULL)) {
+		struct inode *in = key;
+
+		if (in->parent == dir) {
+			inode_ref(fs->inodes, in);
+			g_ptr_array_add(v, in);
+		}
+	}
+	pthread_mutex_unlock(&fs->made_lock);
+	for (guint i = 0; i < v->len; i++) {
+		struct inode *in = v->pdata[i];
+
+		__atomic_store_n(&in->ino, tree_child_ino(__atomic_load_n(&dir->ino, __ATOMIC_RELAXED), in->name),
+				 __ATOMIC_RELAXED);
+		renumber_below(fs, in);
+		inode_unref(fs->inodes, in);
+	}
+	g_ptr_array_free(v, TRUE);
+}
+
+/* Whether top is a made folder or lies above one. */
+static int made_below(struct fs *fs, struct inode *top)
+{
+	GHashTableIter it;
+	gpointer key;
+	int found = 0;
+
+	pthread_mutex_lock(&fs->made_lock);
+	g_hash_table_iter_init(&it, fs->made);
+	while (!found && g_hash_table_iter_next(&it, &key, NULL))
+		for (struct inode *up = key; up && !found; up = up->parent)
+			found = up == top;
+	pthread_mutex_unlock(&fs->made_lock);
+	return found;
+}
+
+void fs_made_moved(struct fs *fs, struct inode *in)
+{
+	tree_read_lock(fs->tree);
+	if (made_below(fs, in)) {
+		inode_node(fs->inodes, in); /* its number where it is now */
+		if (in->parent)
+			keep_ancestors(fs, in->parent);
+		renumber_below(fs, in);
+	}
+	tree_read_unlock(fs->tree);
+}
+
 int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fuse_entry_param *e)
 {
 	GString *rel = g_string_new(NULL);
@@ -329,17 +401,8 @@ int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fus
 		g_string_free(rel, TRUE);
 		return rc;
 	}
-	/* the archive's folders it lies in stay while it does, also when
-	 * their last entry goes */
-	for (struct inode *up = pin; up; up = up->parent) {
-		struct tree_node *n = inode_node(fs->inodes, up);
-
-		if (n && n->kind != NODE_VDIR)
-			break;
-		if (n)
-			keep(fs, up, n->mtime);
-	}
-	in = inodes_named(fs->inodes, pin, name, tree_child_ino(pin->ino, name));
+	keep_ancestors(fs, pin);
+	in = inodes_named(fs->inodes, pin, name, tree_child_ino(__atomic_load_n(&pin->ino, __ATOMIC_RELAXED), name));
 	keep(fs, in, time(NULL));
 	rc = fs_made_entry(fs, in, e);
 	tree_read_unlock(fs->tree);
@@ -357,7 +420,7 @@ int fs_made_rmdir(struct fs *fs, struct inode *pin, const char *name)
 	if (fs_made_has_child(fs, in))
 		rc = -ENOTEMPTY;
 	else if (take_out(fs, in)) {
-		inodes_unlink(fs->inodes, pin, in->name);
+		inodes_unlink_inode(fs->inodes, in);
 		inode_unref(fs->inodes, in); /* the set's */
 		rc = 1;
 	}
@@ -410,9 +473,12 @@ int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const ch
 	if (rc == 0) {
 		/* an empty folder there is replaced, as rename(2) does */
 		if (there)
-			inodes_unlink(fs->inodes, npin, there->name);
+			inodes_unlink_inode(fs->inodes, there);
 		inodes_move(fs->inodes, in, npin, newname);
-		__atomic_store_n(&in->ino, tree_child_ino(npin->ino, newname), __ATOMIC_RELAXED);
+		__atomic_store_n(&in->ino, tree_child_ino(__atomic_load_n(&npin->ino, __ATOMIC_RELAXED), newname),
+				 __ATOMIC_RELAXED);
+		renumber_below(fs, in);
+		keep_ancestors(fs, npin);
 		if (there)
 			fs_made_forget(fs, there);
 	}

@@ -567,7 +567,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &e) : NULL;
 	in = inodes_find(fs->inodes, pin, n ? n->name : name);
-	made = n ? NULL : fs_made_find(fs, pin, name);
+	made = n || (in && in->scratch) ? NULL : fs_made_find(fs, pin, name);
 	tree_read_unlock(fs->tree);
 	if (!n && in && in->scratch) {
 		fuse_reply_err(req, -rename_scratch(fs, in, npin, newname));
@@ -575,12 +575,14 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	}
 	if (made) {
 		rc = fs_made_rename(fs, made, npin, newname, flags);
-		inode_unref(fs->inodes, made);
 		if (rc <= 0) {
+			inode_unref(fs->inodes, made);
 			fuse_reply_err(req, -rc);
 			return;
 		}
-		rc = 0; /* a file was saved in it: renamed as the archive's folder */
+		/* a file was saved in it meanwhile: renamed as the archive's
+		 * folder, whose inode it is (in the spelling made) */
+		in = made;
 	}
 	rc = save_pending(fs, in);
 	move = (struct fs_move){ in, npin, newname, 0 };
@@ -637,8 +639,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		if (rc == 0 && there) {
 			/* replaced, as rename(2) replaces an empty folder (the
 			 * move took its name when spelt the same) */
-			if (strcmp(there->name, newname) != 0)
-				inodes_unlink(fs->inodes, npin, there->name);
+			inodes_unlink_inode(fs->inodes, there);
 			fs_made_forget(fs, there);
 		}
 	} else {
@@ -651,8 +652,12 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		keep_text(fs, in, text, &written);
 	if (text)
 		g_bytes_unref(text);
+	if (rc == 0 && in && !real)
+		fs_made_moved(fs, in); /* folders made in it: its new folders stay while they do */
 	if (there)
 		inode_unref(fs->inodes, there);
+	if (made)
+		inode_unref(fs->inodes, made);
 	g_string_free(npath, TRUE);
 	fuse_reply_err(req, -rc);
 }

@@ -288,6 +288,14 @@ void inodes_unlink(struct inodes *s, struct inode *parent, const char *name)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void inodes_unlink_inode(struct inodes *s, struct inode *in)
+{
+	pthread_mutex_lock(&s->lock);
+	if (g_hash_table_lookup(s->by_name, in) == in)
+		unlink_locked(s, in);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, const char *name)
 {
 	struct inode key = { .parent = new_parent, .name = (char *)name };

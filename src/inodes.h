@@ -84,6 +84,8 @@ void inode_unref(struct inodes *s, struct inode *in);
 
 /* The inode at parent/name (if known) is gone from there: unlinked. */
 void inodes_unlink(struct inodes *s, struct inode *parent, const char *name);
+/* in is gone from its name, if it still stands there. */
+void inodes_unlink_inode(struct inodes *s, struct inode *in);
 
 /* in is now called name in new_parent; what was there is unlinked.  Call
  * with the tree's write lock held. */

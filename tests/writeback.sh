@@ -342,6 +342,13 @@ check "a folder of the archive whose last file goes stays while a folder made in
 	eval '[ $rc -eq 0 ] && [ -d "$M/$T/Новое/sub/keep" ] && [ "$(ls -A "$M/$T/Новое/sub")" = keep ]'
 rmdir "$M/$T/Новое/sub/keep" "$M/$T/Новое/sub"; rc=$?
 check "... and both go with rmdir" eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/Новое/sub" ] && [ "$(ls -A "$M/$T/Новое")" = a.txt ]'
+mkdir "$M/$T/p1/new" && rename "$M/$T/p1/new" "$M/$T/p2/sub/new" && rm "$M/$T/p2/sub/b.txt"; rc=$?
+check "a made folder moved into another folder of the archive keeps that one when its last file goes" \
+	eval '[ $rc -eq 0 ] && [ "$(ls -A "$M/$T/p2/sub")" = new ] && [ ! -e "$M/$T/p1/new" ]'
+i1=$(stat -c %i "$M/$T/p2/sub/new"); printf z > "$M/$T/p2/sub/new/z.txt"; i2=$(stat -c %i "$M/$T/p2/sub/new")
+check "... numbered as the archive's folder it becomes there ($i1)" eval '[ -n "$i1" ] && [ "$i1" = "$i2" ] && holds "$T/p2/sub/new/z.txt" z'
+rm "$M/$T/p2/sub/new/z.txt"; rmdir "$M/$T/p2/sub/new" "$M/$T/p2/sub"; rc=$?
+check "... and goes with rmdir" eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/p2/sub" ]'
 mkdir "$M/empty.res/only"
 check "rmdir of an archive that holds only a made folder: Directory not empty" \
 	eval 'fails_with "not empty" rmdir "$M/empty.res" && [ -f "$G/empty.res" ]'
