@@ -367,7 +367,8 @@ static int write_table(struct sink *out, const struct res_pack_item *items, uint
 
 void res_pack_sort(struct res_pack_item *items, uint32_t n)
 {
-	qsort(items, n, sizeof *items, item_order);
+	if (n > 1) /* an empty folder has no items at all (NULL) */
+		qsort(items, n, sizeof *items, item_order);
 }
 
 static int pack(struct sink *out, struct res_pack_item *items, uint32_t n,

@@ -54,6 +54,9 @@ check "extracted mtimes are the table timestamps" [ "$(stat -c %Y "$WORK/x-texts
 mkdir -p "$WORK/p/sub"; printf 'same' > "$WORK/p/a"; printf 'same' > "$WORK/p/b"; printf 'x' > "$WORK/p/sub/Кожа"
 "$E" pack --no-align "$WORK/p" "$WORK/p1.res"
 check "pack --no-align packs data tightly" [ "$(stat -c %s "$WORK/p1.res")" -eq $((16 + 4 + 4 + 1 + 3 * 22 + 1 + 1 + 8)) ]
+mkdir "$WORK/nothing"
+check "pack of an empty folder: an archive of 16 bytes, no entries, that checks" \
+	eval '"$E" pack "$WORK/nothing" "$WORK/none.res" && [ "$(stat -c %s "$WORK/none.res")" -eq 16 ] && [ -z "$("$E" ls "$WORK/none.res")" ] && "$E" check "$WORK/none.res" > /dev/null'
 "$E" pack --dedup "$WORK/p" "$WORK/p2.res"
 check "pack --dedup stores identical data once" [ "$(stat -c %s "$WORK/p2.res")" -eq $((16 + 16 + 16 + 3 * 22 + 10)) ]
 check "cp1251 name packed and read back" sh -c "'$E' cat '$WORK/p2.res/sub/Кожа' | grep -qx x"
