@@ -68,7 +68,10 @@ struct handle {
 	struct identity id;        /*   and what they were made from */
 	struct stat st;            /* the attributes when opened, the same */
 	int status;                /* the status file */
-	int wrote;                 /* written through since opened: a close saves */
+	int wrote;                 /* written through and not saved since: a
+				    * close saves (a loose file: read again) */
+	int truncated;             /* its open emptied the file: saved when
+				    * released, if no close saved it before */
 	int read_open;             /* counted by inode_opened, until release */
 	int own_bytes;             /* opened in a replacement's place: reads give
 				    * the bytes kept above, past the page cache */

@@ -278,8 +278,10 @@ struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node 
 	if (truncate) {
 		struct stat st;
 
+		/* also an edit made empty rather than filled, when the file
+		 * is not: it is a change to save (`: > file`) */
 		edit_stat(e, &st);
-		if (st.st_size)
+		if (st.st_size || tree_file_size(fs->tree, n) != 0)
 			edit_truncate(e, 0);
 	}
 	return e;
@@ -505,6 +507,7 @@ void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_
 		if (e) {
 			h = fs_new_handle(fs, in);
 			h->edit = e;
+			h->truncated = (fi->flags & O_TRUNC) != 0;
 		}
 	}
 	tree_read_unlock(fs->tree);
@@ -547,7 +550,7 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 		rc = -EBADF;
 	} else {
 		rc = edit_write(h->edit, buf, size, (uint64_t)off);
-		h->wrote = 1;
+		__atomic_store_n(&h->wrote, 1, __ATOMIC_RELEASE);
 	}
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -555,10 +558,19 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 		fuse_reply_write(req, size);
 }
 
+/* Saves the edit h writes to.  What h wrote before is in this save, so its
+ * release has nothing of its own left to save: a release saving anyway
+ * would save what another open of the file did meanwhile (an open that
+ * emptied it, with its writes still to come). */
 static int save_handle(struct fs *fs, struct handle *h)
 {
+	int wrote = __atomic_exchange_n(&h->wrote, 0, __ATOMIC_ACQ_REL);
 	int rc = fs_save(fs, h->inode, h->edit);
 
+	if (rc < 0 && wrote)
+		__atomic_store_n(&h->wrote, 1, __ATOMIC_RELEASE); /* tried again when released */
+	else if (rc == 0)
+		__atomic_store_n(&h->truncated, 0, __ATOMIC_RELEASE);
 	notify_wait(fs); /* the kernel's caches are right before close returns */
 	return rc;
 }
@@ -579,7 +591,7 @@ void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (h && h->fd >= 0)
 		fs_loose_written(fs, h);
-	fuse_reply_err(req, h && h->edit && h->wrote ? -save_handle(fs, h) : 0);
+	fuse_reply_err(req, h && h->edit && __atomic_load_n(&h->wrote, __ATOMIC_ACQUIRE) ? -save_handle(fs, h) : 0);
 }
 
 /* A loose file written through the mount is what its folder shows, with
@@ -609,7 +621,10 @@ void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 void fs_release_edit(struct fs *fs, struct handle *h)
 {
 	edit_remove_writer(h->edit);
-	fs_save(fs, h->inode, h->edit); /* close already saved it, unless it failed */
+	/* its own change no close saved: an open that emptied the file
+	 * (`: > file`), or a save that failed */
+	if (__atomic_load_n(&h->wrote, __ATOMIC_ACQUIRE) || __atomic_load_n(&h->truncated, __ATOMIC_ACQUIRE))
+		fs_save(fs, h->inode, h->edit);
 	fs_edit_drop_idle(fs, h->inode, h->edit);
 	edit_unref(h->edit);
 	h->edit = NULL;
@@ -749,7 +764,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 		;
 	else if (h && h->edit) {
 		rc = change_edit(h->edit, attr, to_set);
-		h->wrote = 1;
+		__atomic_store_n(&h->wrote, 1, __ATOMIC_RELEASE);
 	} else {
 		rc = change_closed(fs, in, n, attr, to_set); /* unlocks */
 		tree_read_lock(fs->tree);

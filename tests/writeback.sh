@@ -57,6 +57,31 @@ check "cp over an entry" holds texts.res/map.txt 'copied
 '
 truncate -s 3 "$M/texts.res/map.txt"
 check "truncate" eval 'holds texts.res/map.txt '\''cop'\'' && [ "$(stat -c %s "$M/texts.res/map.txt")" -eq 3 ]'
+# (after the first close's release, so that the second open finds no edit)
+printf 'gone' > "$M/texts.res/cut.bin" && sleep 0.3 && : > "$M/texts.res/cut.bin"
+check "an entry emptied by its open alone (: > file) is saved empty" \
+	eval 'holds texts.res/cut.bin "" && [ "$(stat -c %s "$M/texts.res/cut.bin")" -eq 0 ]'
+# a file released while another open has emptied it (its writes still to
+# come) saves nothing: the archive keeps the last close's text until that
+# open is closed (a kill between would leave it empty: crash.sh)
+python3 - "$M/texts.res/rel.txt" "$E" "$G/texts.res/rel.txt" > "$WORK/rel.out" <<'PY'
+import os, subprocess, sys, time
+f, eifs, offline = sys.argv[1:4]
+def saved():
+    return subprocess.run([eifs, "cat", offline], capture_output=True).stdout.decode()
+b = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+os.write(b, b"v1")
+os.close(os.dup(b))   # a close: saves v1
+a = os.open(f, os.O_WRONLY | os.O_TRUNC)
+os.close(b)           # the release comes after close returns
+time.sleep(0.3)
+print("meanwhile", saved())
+os.write(a, b"v2")
+os.close(a)
+print("after", saved())
+PY
+check "a release while another open emptied the file saves nothing of that open" \
+	eval 'grep -qx "meanwhile v1" "$WORK/rel.out" && grep -qx "after v2" "$WORK/rel.out" && holds texts.res/rel.txt v2'
 printf 'XY' | dd of="$M/texts.res/map.txt" bs=1 seek=1 conv=notrunc 2>/dev/null
 check "dd writing at an offset" holds texts.res/map.txt 'cXY'
 printf 'Z' | dd of="$M/texts.res/map.txt" bs=1 seek=5 conv=notrunc 2>/dev/null
@@ -333,6 +358,14 @@ for i in 1 2 3 4; do cp -r "$WORK/Новое" "$M/$T/p$i" & pids="$pids $!"; don
 bad=0; for p in $pids; do wait "$p" || bad=1; done
 for i in 1 2 3 4; do holds "$T/p$i/a.txt" one && holds "$T/p$i/sub/b.txt" two || bad=1; done
 check "four cp -r into one archive at once: every file saved under its folders" eval '[ $bad -eq 0 ] && clean "$T"'
+# a model: random mkdir, rmdir, writes, unlinks and renames in an empty
+# archive, each also done in a plain folder, must fail or succeed alike
+# and leave the same trees (names and contents)
+"$E" pack "$WORK/nothing" "$G/model.res" > /dev/null
+mkdir "$WORK/model"
+seed=${MODEL_SEED:-$(date +%s)}
+check "300 random folder and file operations in an archive agree with a plain folder (seed $seed)" \
+	python3 "$(dirname "$0")/made_model.py" "$M/model.res" "$WORK/model" 300 "$seed"
 mkdir "$M/$T/stays-not"; rc=$?
 remount
 check "after a new mount: empty made folders are gone, the others stay" \
