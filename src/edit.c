@@ -151,11 +151,14 @@ void edit_add_writer(struct edit *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
-void edit_remove_writer(struct edit *e)
+int edit_remove_writer(struct edit *e)
 {
+	int left;
+
 	pthread_mutex_lock(&e->lock);
-	e->writers--;
+	left = --e->writers;
 	pthread_mutex_unlock(&e->lock);
+	return left;
 }
 
 void edit_digest_of(struct edit_digest *d, const void *data, size_t len)

@@ -645,7 +645,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /* ---- opening ------------------------------------------------------------ */
 
 /* Ends an open: saves what was written, lets go of what it held. */
-static void handle_free(struct fs *fs, struct handle *h)
+void fs_handle_free(struct fs *fs, struct handle *h)
 {
 	if (!h)
 		return;
@@ -762,14 +762,14 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->noflush = 1; /* nothing to save: closing it needs no request */
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		handle_free(fs, h); /* the open was interrupted: no release comes */
+		fs_handle_free(fs, h); /* the open was interrupted: no release comes */
 }
 
 static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
 
-	handle_free(fs, (struct handle *)(uintptr_t)fi->fh);
+	fs_handle_free(fs, (struct handle *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 

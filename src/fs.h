@@ -206,6 +206,8 @@ void fs_edit_pin(struct fs *fs, struct inode *in);
 /* in's edit, or the one h writes to when in has none (removed while
  * open), with a reference; NULL if neither. */
 struct edit *fs_handle_edit(struct fs *fs, struct inode *in, const struct handle *h);
+/* Ends an open file: saves what it left (fs_release_edit), closes. */
+void fs_handle_free(struct fs *fs, struct handle *h);
 /* An open of an editor's temporary (fs_names.c). */
 void fs_open_scratch(fuse_req_t req, struct fs *fs, struct inode *in, struct fuse_file_info *fi);
 /* After writes to a loose file through h: its folder read again. */

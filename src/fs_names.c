@@ -73,7 +73,8 @@ static void create_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, con
 	ep.attr_timeout = ep.entry_timeout = fs->timeout;
 	fs_scratch_stat(fs, in, e, &ep.attr);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fuse_reply_create(req, &ep, fi);
+	if (fuse_reply_create(req, &ep, fi) == -ENOENT)
+		fs_handle_free(fs, h); /* interrupted: no release comes */
 }
 
 void fs_open_scratch(fuse_req_t req, struct fs *fs, struct inode *in, struct fuse_file_info *fi)
@@ -96,7 +97,8 @@ void fs_open_scratch(fuse_req_t req, struct fs *fs, struct inode *in, struct fus
 	}
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 0;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		fs_handle_free(fs, h); /* interrupted: no release comes */
 }
 
 void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct stat *st)
@@ -143,12 +145,15 @@ static void reply_new(fuse_req_t req, struct fs *fs, struct inode *pin, const ch
 	}
 	h = fs_new_handle(fs, in);
 	h->fd = fd;
-	if (fd < 0)
+	if (fd < 0) {
 		h->edit = fs_start_writing(fs, in, n, 1, &err);
+		h->truncated = 1;
+	}
 	fs_fill_entry(fs, in, n, &e);
 	tree_read_unlock(fs->tree);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fuse_reply_create(req, &e, fi);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		fs_handle_free(fs, h); /* the create was interrupted: no release comes */
 }
 
 static int is_folder(const struct tree_node *n)
@@ -432,6 +437,8 @@ static int save_pending(struct fs *fs, struct inode *in)
 {
 	struct edit *e = in ? fs_edit_get(fs, in) : NULL;
 	int rc = e ? fs_save(fs, in, e) : 0;
+
+	rc = rc < 0 ? rc : 0; /* 1: a temporary, not saved */
 
 	edit_unref(e);
 	return rc;

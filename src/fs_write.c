@@ -410,7 +410,7 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 	int rc, is_view;
 
 	if (in->scratch)
-		return 0; /* kept in memory until renamed (fs_names.c) */
+		return 1; /* kept in memory until renamed (fs_names.c): not saved */
 	rc = edit_snapshot_begin(e, &s);
 	if (rc != 0) {
 		edit_snapshot_end(e, &s);
@@ -517,7 +517,8 @@ void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_
 	}
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 0;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		fs_handle_free(fs, h); /* the open was interrupted: no release comes */
 }
 
 static int write_all(int fd, const char *buf, size_t len, uint64_t off)
@@ -567,12 +568,12 @@ static int save_handle(struct fs *fs, struct handle *h)
 	int wrote = __atomic_exchange_n(&h->wrote, 0, __ATOMIC_ACQ_REL);
 	int rc = fs_save(fs, h->inode, h->edit);
 
-	if (rc < 0 && wrote)
+	if (rc != 0 && wrote)
 		__atomic_store_n(&h->wrote, 1, __ATOMIC_RELEASE); /* tried again when released */
 	else if (rc == 0)
 		__atomic_store_n(&h->truncated, 0, __ATOMIC_RELEASE);
 	notify_wait(fs); /* the kernel's caches are right before close returns */
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 /* Every close(2) of a descriptor of the file flushes, also the close of
@@ -620,10 +621,14 @@ void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 
 void fs_release_edit(struct fs *fs, struct handle *h)
 {
-	edit_remove_writer(h->edit);
-	/* its own change no close saved: an open that emptied the file
-	 * (`: > file`), or a save that failed */
-	if (__atomic_load_n(&h->wrote, __ATOMIC_ACQUIRE) || __atomic_load_n(&h->truncated, __ATOMIC_ACQUIRE))
+	int others = edit_remove_writer(h->edit);
+
+	/* its own change no close saved (an open that emptied the file,
+	 * `: > file`, or a save that failed), or, with no other open
+	 * writing, whatever is left (pages of a shared map written back
+	 * through another handle) */
+	if (!others || __atomic_load_n(&h->wrote, __ATOMIC_ACQUIRE)
+	    || __atomic_load_n(&h->truncated, __ATOMIC_ACQUIRE))
 		fs_save(fs, h->inode, h->edit);
 	fs_edit_drop_idle(fs, h->inode, h->edit);
 	edit_unref(h->edit);
@@ -662,8 +667,10 @@ static int change_closed(struct fs *fs, struct inode *in, struct tree_node *n, c
 	}
 	rc = change_edit(e, attr, to_set);
 	edit_remove_writer(e);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = save(fs, in, e, !before);
+		rc = rc < 0 ? rc : 0; /* 1: a temporary, kept in memory */
+	}
 	if (rc < 0 && !before) {
 		/* a call that failed changed nothing: no text of it stays */
 		struct edit *taken = NULL;

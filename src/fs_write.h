@@ -18,8 +18,9 @@ void fs_edit_drop_idle(struct fs *fs, struct inode *in, struct edit *e);
  * truncate: emptied.  Read lock.  NULL with *err an errno. */
 struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node *n, int truncate, int *err);
 
-/* Saves e, in's edit, if it changed since its last save.  Returns 0 or a
- * negative errno (the failure logged once and kept for the status file). */
+/* Saves e, in's edit, if it changed since its last save.  Returns 0, 1
+ * for an editor's temporary (kept in memory, not saved), or a negative
+ * errno (the failure logged once and kept for the status file). */
 int fs_save(struct fs *fs, struct inode *in, struct edit *e);
 
 /* The inode of the unit (archive file or folder) of in's node: the one to
