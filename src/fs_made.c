@@ -212,10 +212,11 @@ void fs_made_forget(struct fs *fs, struct inode *in)
 		inode_unref(fs->inodes, in);
 }
 
-GPtrArray *fs_made_children(struct fs *fs, struct inode *dir)
+/* The made folders in dir, each with a reference (also those the tree
+ * shows now). */
+static GPtrArray *kept_in(struct fs *fs, struct inode *dir)
 {
 	GPtrArray *v = g_ptr_array_new();
-	GString *rel = g_string_new(NULL);
 	GHashTableIter it;
 	gpointer key;
 
@@ -230,6 +231,14 @@ GPtrArray *fs_made_children(struct fs *fs, struct inode *dir)
 		}
 	}
 	pthread_mutex_unlock(&fs->made_lock);
+	return v;
+}
+
+GPtrArray *fs_made_children(struct fs *fs, struct inode *dir)
+{
+	GPtrArray *v = kept_in(fs, dir);
+	GString *rel = g_string_new(NULL);
+
 	for (guint i = v->len; i-- > 0;) {
 		struct inode *in = v->pdata[i];
 
@@ -322,21 +331,8 @@ static void keep_ancestors(struct fs *fs, struct inode *dir)
  * they become there. */
 static void renumber_below(struct fs *fs, struct inode *dir)
 {
-	GPtrArray *v = g_ptr_array_new();
-	GHashTableIter it;
-	gpointer key;
+	GPtrArray *v = kept_in(fs, dir);
 
-	pthread_mutex_lock(&fs->made_lock);
-	g_hash_table_iter_init(&it, fs->made);
-	while (g_hash_table_iter_next(&it, &key, NULL)) {
-		struct inode *in = key;
-
-		if (in->parent == dir) {
-			inode_ref(fs->inodes, in);
-			g_ptr_array_add(v, in);
-		}
-	}
-	pthread_mutex_unlock(&fs->made_lock);
 	for (guint i = 0; i < v->len; i++) {
 		struct inode *in = v->pdata[i];
 
