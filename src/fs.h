@@ -163,7 +163,7 @@ int fs_made_stat(struct fs *fs, struct inode *in, struct stat *st);
 int fs_made_entry(struct fs *fs, struct inode *in, struct fuse_entry_param *e);
 /* The made folders in dir the tree does not show, by listing cookie
  * (even, where the tree's are odd), each with a reference: free with
- * fs_made_children_free. */
+ * fs_made_children_free.  NULL when no folder was made at all. */
 GPtrArray *fs_made_children(struct fs *fs, struct inode *dir);
 void fs_made_children_free(struct fs *fs, GPtrArray *v);
 uint64_t fs_made_cookie(const struct inode *in);

@@ -236,8 +236,18 @@ static GPtrArray *kept_in(struct fs *fs, struct inode *dir)
 
 GPtrArray *fs_made_children(struct fs *fs, struct inode *dir)
 {
-	GPtrArray *v = kept_in(fs, dir);
-	GString *rel = g_string_new(NULL);
+	GPtrArray *v;
+	GString *rel;
+	guint kept;
+
+	/* every listing of a writable mount asks: mostly there are none */
+	pthread_mutex_lock(&fs->made_lock);
+	kept = g_hash_table_size(fs->made);
+	pthread_mutex_unlock(&fs->made_lock);
+	if (!kept)
+		return NULL;
+	v = kept_in(fs, dir);
+	rel = g_string_new(NULL);
 
 	for (guint i = v->len; i-- > 0;) {
 		struct inode *in = v->pdata[i];
