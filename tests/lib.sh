@@ -19,6 +19,10 @@ check() {
 	if "$@"; then pass "$desc"; else fail "$desc"; fi
 }
 not() { ! "$@"; }
+soon() { # soon CMD...: CMD succeeds within 5 s (a release comes after close returns)
+	for _ in $(seq 100); do "$@" && return 0; sleep 0.05; done
+	return 1
+}
 skip_all() { echo "SKIP: $*"; exit 77; }
 
 daemon_pids() { # the eifs daemons serving mount point $1

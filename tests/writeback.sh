@@ -59,11 +59,11 @@ truncate -s 3 "$M/texts.res/map.txt"
 check "truncate" eval 'holds texts.res/map.txt '\''cop'\'' && [ "$(stat -c %s "$M/texts.res/map.txt")" -eq 3 ]'
 # (after the first close's release, so that the second open finds no edit)
 printf 'gone' > "$M/texts.res/cut.bin" && sleep 0.3 && : > "$M/texts.res/cut.bin"
-check "an entry emptied by its open alone (: > file) is saved empty" \
-	eval 'holds texts.res/cut.bin "" && [ "$(stat -c %s "$M/texts.res/cut.bin")" -eq 0 ]'
+check "an entry emptied by its open alone (: > file) is saved empty, when released" \
+	soon eval 'holds texts.res/cut.bin "" && [ "$(stat -c %s "$M/texts.res/cut.bin")" -eq 0 ]'
 # a file released while another open has emptied it (its writes still to
-# come) saves nothing: the archive keeps the last close's text until that
-# open is closed (a kill between would leave it empty: crash.sh)
+# come) saves nothing of that open: the archive keeps the last close's text
+# until that open is closed
 python3 - "$M/texts.res/rel.txt" "$E" "$G/texts.res/rel.txt" > "$WORK/rel.out" <<'PY'
 import os, subprocess, sys, time
 f, eifs, offline = sys.argv[1:4]
