@@ -216,6 +216,16 @@ static void set_load_delay(struct fs *fs)
 		tree_before_wait(fs->tree, delayed_tree_wait);
 }
 
+/* Test hook, not a user option: EIFS_NOTIFY_DELAY_MS=N sends each kernel
+ * cache notice N ms late, as a busy machine may (tests/consistency.sh). */
+static void set_notify_delay(struct fs *fs)
+{
+	const char *env = getenv("EIFS_NOTIFY_DELAY_MS");
+
+	if (env && atoi(env) > 0)
+		fs->notify_delay_ms = (unsigned)atoi(env);
+}
+
 /* Test hook, not a user option: EIFS_OPEN_DELAY_MS=N makes the reading of
  * SRC at mount take N ms longer, the kernel's mount in place meanwhile
  * (tests/mount.sh: a signal before the mount is ready). */
@@ -553,6 +563,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	fs_start(&fs, se);
 	set_convert_delay(&fs);
 	set_load_delay(&fs);
+	set_notify_delay(&fs);
 	/* the loops return 0 or the signal that ended them, or a negative
 	 * errno when they failed */
 	if (m->single_thread) {

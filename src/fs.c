@@ -61,6 +61,8 @@ static void send_notice(void *item, void *ctx)
 	struct fs *fs = ctx;
 	struct notice *n = item;
 
+	if (fs->notify_delay_ms)
+		g_usleep((gulong)fs->notify_delay_ms * 1000);
 	/* ENOENT: the kernel has forgotten it already, nothing to do */
 	if (n->name)
 		fuse_lowlevel_notify_inval_entry(fs->se, n->ino, n->name, strlen(n->name));
@@ -87,6 +89,16 @@ void notify_inode(struct fs *fs, struct inode *in, int data)
 	n->ino = fs_ino(fs, in);
 	n->data = data;
 	push(fs, n);
+}
+
+/* The attributes alone, sent at once rather than queued: the reply that
+ * follows must not leave the kernel answering a stat from what it had
+ * (a rename's: the kernel keeps the moved inode's attributes).  Safe
+ * within a request, as the kernel takes no lock of the inode for it. */
+static void notify_attrs_now(struct fs *fs, struct inode *in)
+{
+	if (fs->se && fs->notifier)
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino(fs, in), -1, 0);
 }
 
 void notify_entry(struct fs *fs, struct inode *parent, const char *name)
@@ -222,7 +234,9 @@ static struct inode *move_inode(struct fs *fs, const struct fs_move *m)
 		inodes_move(fs->inodes, m->in, m->to_parent, n ? n->name : m->name);
 		/* it is another file now (a temporary became the view it
 		 * saved, or it came from another unit): the kernel's
-		 * attributes of it are what it was */
+		 * attributes of it are what it was, until the rename's reply
+		 * (at once) and its pages (queued) */
+		notify_attrs_now(fs, m->in);
 		notify_inode(fs, m->in, 1);
 	}
 	return gone;

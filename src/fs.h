@@ -25,6 +25,7 @@ struct fs {
 	int writable;        /* a read-write mount (saves through it) */
 	struct fuse_session *se;
 	struct worker *notifier;     /* sends kernel cache invalidations */
+	unsigned notify_delay_ms;    /* a test hook: each notice goes out late */
 	pthread_mutex_t edits_lock; /* inode->edit pointers and edit counts */
 	struct res_commit_options commit; /* how saves commit (a test hook too) */
 	int saving;          /* saves under way: they reload what they change */

@@ -163,7 +163,7 @@ cp "$WORK/777.ini" "$M/$Q/quest.ini"
 check "view size follows the save" [ "$(stat -c %s "$M/$Q/quest.ini")" -eq "$(wc -c < "$WORK/777.ini")" ]
 check "the REG size follows too" [ "$(stat -c %s "$M/$Q/quest.reg")" -eq "$("$E" cat "$G/$Q/quest.reg" | wc -c)" ]
 cp "$WORK/saved.reg" "$M/$Q/quest.reg"
-check "a raw REG write shows in its INI view at once" eval 'grep -qx '\''exp=4321'\'' "$M/$Q/quest.ini" && [ "$(stat -c %s "$M/$Q/quest.ini")" -eq "$(wc -c < "$M/$Q/quest.ini")" ]'
+check "a raw REG write shows in its INI view (once cp's release is in)" soon eval 'grep -qx '\''exp=4321'\'' "$M/$Q/quest.ini" && [ "$(stat -c %s "$M/$Q/quest.ini")" -eq "$(wc -c < "$M/$Q/quest.ini")" ]'
 
 # ---- bad INI: the save fails, the archive is untouched, the text stays -----------------
 sum=$(md5sum < "$G/quests.res")
