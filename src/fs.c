@@ -20,6 +20,16 @@
 /* The status file is no tree node: a fixed inode the kernel may know. */
 static struct inode status_inode = { .name = FS_STATUS_NAME, .ino = 3 };
 
+int fs_is_status(const struct inode *in)
+{
+	return in == &status_inode;
+}
+
+int fs_is_status_name(struct fs *fs, struct inode *pin, const char *name)
+{
+	return fs->writable && pin == inodes_root(fs->inodes) && strcmp(name, FS_STATUS_NAME) == 0;
+}
+
 struct inode *fs_inode(struct fs *fs, fuse_ino_t ino)
 {
 	return ino == FUSE_ROOT_ID ? inodes_root(fs->inodes) : (struct inode *)(uintptr_t)ino;
@@ -526,8 +536,7 @@ again:
 	}
 	if (n) {
 		fuse_reply_entry(req, &e);
-	} else if (err == ENOENT && fs->writable && pin == inodes_root(fs->inodes)
-		   && strcmp(name, FS_STATUS_NAME) == 0) {
+	} else if (err == ENOENT && fs_is_status_name(fs, pin, name)) {
 		memset(&e, 0, sizeof e);
 		e.ino = (fuse_ino_t)(uintptr_t)&status_inode;
 		e.generation = 1;
@@ -691,6 +700,10 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (fs->no_open) {
 		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (in == &status_inode && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
+		fuse_reply_err(req, EACCES); /* read-only, even to root */
 		return;
 	}
 	if (in == &status_inode) {

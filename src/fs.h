@@ -194,6 +194,10 @@ int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const ch
 /* The status file: failed saves, one a line. */
 GString *fs_status_text(struct fs *fs);
 #define FS_STATUS_NAME ".eifs-status"
+int fs_is_status(const struct inode *in);
+/* Whether name in pin is the status file's (which a game folder's own
+ * file of that name would hide) */
+int fs_is_status_name(struct fs *fs, struct inode *pin, const char *name);
 
 void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_node *n,
 		   struct fuse_file_info *fi);

@@ -194,6 +194,11 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	GString *path = g_string_new(NULL);
 	int rc, fd = -1;
 
+	if (fs_is_status_name(fs, pin, name)) {
+		g_string_free(path, TRUE);
+		fuse_reply_err(req, EEXIST);
+		return;
+	}
 	tree_read_lock(fs->tree);
 	pn = place_of(fs, pin, name, path, &anchor);
 	if (!pn) {
@@ -245,6 +250,10 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	struct tree_node *pn;
 	int rc;
 
+	if (fs_is_status_name(fs, pin, name)) {
+		fuse_reply_err(req, EEXIST);
+		return;
+	}
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	if (!pn && !fs_made_empty(fs, pin))
@@ -359,6 +368,10 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tree_node *pn, *n = NULL;
 	int rc = 0, err = 0;
 
+	if (fs_is_status_name(fs, pin, name)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
@@ -568,6 +581,10 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	}
 	if (!fs->writable) {
 		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (fs_is_status_name(fs, pin, name) || fs_is_status_name(fs, npin, newname)) {
+		fuse_reply_err(req, EPERM);
 		return;
 	}
 	tree_read_lock(fs->tree);

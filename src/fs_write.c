@@ -749,6 +749,10 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 	struct stat st;
 	int rc = 0;
 
+	if (fs_is_status(in)) {
+		fuse_reply_err(req, EPERM); /* made by eifs, as it is */
+		return;
+	}
 	if (in->scratch) {
 		setattr_scratch(req, fs, in, h, attr, to_set);
 		return;

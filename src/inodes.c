@@ -132,7 +132,7 @@ struct tree_node *inode_node(struct inodes *s, struct inode *in)
 	if (in == &s->root)
 		n = tree_root(s->tree);
 	else if (__atomic_load_n(&in->scratch, __ATOMIC_ACQUIRE) || __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)
-		 || !(pn = inode_node(s, in->parent))
+		 || !in->parent || !(pn = inode_node(s, in->parent))
 		 || !tree_is_dir(pn))
 		n = NULL;
 	else

@@ -23,6 +23,12 @@ ini_key() { # ini_key ARCHIVE/PATH.reg KEY: the value of KEY in the REG, offline
 	"$E" convert "$G/$1" - 2>/dev/null | sed -n "s/^$2=//p" | head -n1
 }
 clean() { "$E" check "$G/$1" > "$WORK/check.out" 2>&1; }
+fails_with() { # fails_with TEXT COMMAND...: the command fails, saying TEXT
+	said=$1; shift
+	! "$@" 2>"$WORK/made.err" && grep -q "$said" "$WORK/made.err"
+}
+# a rename(2) alone: mv would copy where it fails (EXDEV)
+rename() { python3 -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "$1" "$2"; }
 untouched() { # untouched ARCHIVE EXCEPT...: every other entry as in the demo
 	a=$1; shift
 	"$E" ls -R "$DEMO/$a" | while IFS= read -r p; do
@@ -184,6 +190,15 @@ check "an integer out of range: refused" eval '[ $rc -ne 0 ] && [ "$(md5sum < "$
 rm "$M/$Q/quest.ini"
 check "rm of the view reverts it to the REG's text" eval 'grep -qx '\''exp=4321'\'' "$M/$Q/quest.ini" && [ ! -s "$M/.eifs-status" ]'
 check "... and the archive is still untouched" [ "$(md5sum < "$G/quests.res")" = "$sum" ]
+# the status file is eifs' own: no tool changes it, none stops the daemon
+check "chmod of the status file: Operation not permitted" fails_with 'not permitted' chmod 600 "$M/.eifs-status"
+check "touch of it: Permission denied" fails_with 'denied' touch "$M/.eifs-status"
+check "a write to it: Permission denied" fails_with 'denied' sh -c "echo x > '$M/.eifs-status'"
+check "rm of it: Operation not permitted" fails_with 'not permitted' rm -f "$M/.eifs-status"
+check "mv of it: Operation not permitted" fails_with 'not permitted' rename "$M/.eifs-status" "$M/status.txt"
+echo x > "$M/status.txt"
+check "mv over it: Operation not permitted" fails_with 'not permitted' rename "$M/status.txt" "$M/.eifs-status"
+check "... the daemon serves on, the status file as it was" eval '[ ! -s "$M/.eifs-status" ] && [ ! -e "$G/.eifs-status" ] && rm "$M/status.txt"'
 
 # ---- UTF-8 views of the game's cp1251 texts -----------------------------------------------
 T="texts.res/UNIT guard3"
@@ -296,12 +311,6 @@ kill -TERM $fg; wait $fg
 # rmdir or the unmount.
 T=texts.res
 mkdir "$WORK/nothing" && "$E" pack "$WORK/nothing" "$G/empty.res" > /dev/null
-fails_with() { # fails_with TEXT COMMAND...: the command fails, saying TEXT
-	said=$1; shift
-	! "$@" 2>"$WORK/made.err" && grep -q "$said" "$WORK/made.err"
-}
-# a rename(2) alone: mv would copy where it fails (EXDEV)
-rename() { python3 -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "$1" "$2"; }
 do_mount "$G" "$M"
 sum=$(md5sum < "$G/$T")
 mkdir "$M/$T/empty"; rc=$?
