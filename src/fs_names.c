@@ -184,6 +184,16 @@ static int entry_name_ok(const char *name)
 	return !strchr(name, '\\');
 }
 
+/* Whether an empty folder made in pin has name, in any ASCII case. */
+static int made_named(struct fs *fs, struct inode *pin, const char *name)
+{
+	struct inode *in = fs_made_find(fs, pin, name);
+
+	if (in)
+		inode_unref(fs->inodes, in);
+	return in != NULL;
+}
+
 void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
@@ -216,6 +226,8 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		rc = -EINVAL;
 	} else if (!(pn->mode & 0222)) {
 		rc = -EACCES;
+	} else if (made_named(fs, pin, name)) {
+		rc = -EISDIR; /* in another case (a lookup the kernel trusted, made before it) */
 	} else if (fs_is_scratch_name(name)) {
 		tree_read_unlock(fs->tree);
 		g_string_free(path, TRUE);

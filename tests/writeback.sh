@@ -320,6 +320,12 @@ check "... made again: File exists" fails_with "File exists" mkdir "$M/$T/empty"
 check "... over an entry's name (any ASCII case): File exists" fails_with "File exists" mkdir "$M/$T/MAP.TXT"
 check "... over a made folder's name in another ASCII case: File exists" fails_with "File exists" mkdir "$M/$T/EMPTY"
 check "... and found by that name, as the archive will" eval '[ -d "$M/$T/Empty" ]'
+stat "$M/$T/CASED" 2>/dev/null # the kernel keeps that it is not there (a second)
+mkdir "$M/$T/Cased"
+check "a file made over a made folder's name in another ASCII case: Is a directory" \
+	fails_with "Is a directory" sh -c "echo x > '$M/$T/CASED'"
+check "... and the folder takes files" eval 'echo y > "$M/$T/Cased/f.txt" && holds "$T/Cased/f.txt" "y
+" && rm "$M/$T/Cased/f.txt" && rmdir "$M/$T/Cased"'
 check "... a name with a backslash: Invalid argument" fails_with "Invalid argument" mkdir "$M/$T/a\\b"
 check "... a name cp1251 cannot write: Invalid argument" fails_with "Invalid argument" mkdir "$M/$T/$(printf '\360\237\230\200')"
 forget() { [ -w /proc/sys/vm/drop_caches ] && { sync; echo 2 > /proc/sys/vm/drop_caches; }; true; }
