@@ -913,7 +913,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 		/* off is the cookie of the last name listed (0: none yet): the
 		 * listing goes on after it even when the directory was read
 		 * again meanwhile in another order.  The tree's names and the
-		 * made folders (even cookies) are merged by cookie. */
+		 * made folders (none of which the tree shows) are merged by
+		 * cookie. */
 		const uint32_t *order = d ? tree_dir_order(fs->tree, d) : NULL;
 		uint32_t i = d ? first_past(d, order, off) : 0, count = d ? d->count : 0;
 		guint m = 0, made_count = made ? made->len : 0;

@@ -183,8 +183,11 @@ int fs_made_has_child(struct fs *fs, struct inode *dir)
 
 uint64_t fs_made_cookie(const struct inode *in)
 {
-	/* even: never one of the tree's, which are odd */
-	return ((__atomic_load_n(&in->ino, __ATOMIC_RELAXED) >> 1) & ~(uint64_t)1) | 2;
+	/* the cookie of the archive's folder it becomes (tree_dir_cookie),
+	 * whose number it has: a listing that goes on after it finds the
+	 * folder once, also when a file saved in it meanwhile made it the
+	 * archive's, or its last file went */
+	return (__atomic_load_n(&in->ino, __ATOMIC_RELAXED) >> 1) | 1;
 }
 
 static gint by_cookie(gconstpointer a, gconstpointer b)

@@ -320,6 +320,30 @@ check "... made again: File exists" fails_with "File exists" mkdir "$M/$T/empty"
 check "... over an entry's name (any ASCII case): File exists" fails_with "File exists" mkdir "$M/$T/MAP.TXT"
 check "... over a made folder's name in another ASCII case: File exists" fails_with "File exists" mkdir "$M/$T/EMPTY"
 check "... and found by that name, as the archive will" eval '[ -d "$M/$T/Empty" ]'
+# the position a listing goes on from (d_off) after a made folder stays
+# its own when a file saved in it makes it the archive's folder, and back:
+# a listing in progress meanwhile neither repeats it nor skips it
+d_off() { # d_off DIR NAME
+	python3 - "$1" "$2" <<'PY'
+import ctypes, os, struct, sys
+nr = {"x86_64": 217, "aarch64": 61}[os.uname().machine]  # getdents64
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+buf = ctypes.create_string_buffer(1 << 16)
+while (n := libc.syscall(nr, fd, buf, len(buf))) > 0:
+    at = 0
+    while at < n:
+        off, reclen = struct.unpack_from("<qH", buf, at + 8)
+        if buf.raw[at + 19:at + reclen].split(b"\0")[0] == sys.argv[2].encode():
+            print(off)
+        at += reclen
+PY
+}
+mkdir "$M/$T/cookie"; o1=$(d_off "$M/$T" cookie)
+echo x > "$M/$T/cookie/f.txt"; o2=$(d_off "$M/$T" cookie)
+rm "$M/$T/cookie/f.txt"; o3=$(d_off "$M/$T" cookie)
+check "a made folder keeps its place in listings when a file saved in it makes it the archive's, and back ($o1 $o2 $o3)" \
+	eval '[ -n "$o1" ] && [ "$o1" = "$o2" ] && [ "$o2" = "$o3" ] && rmdir "$M/$T/cookie"'
 stat "$M/$T/CASED" 2>/dev/null # the kernel keeps that it is not there (a second)
 mkdir "$M/$T/Cased"
 check "a file made over a made folder's name in another ASCII case: Is a directory" \
