@@ -165,15 +165,28 @@ static int die_at_step(void *ctx, int step)
 	return 0;
 }
 
+/* Test hook, not a user option: EIFS_SAVE_DELAY_MS=N makes every save
+ * through the mount take N ms longer before it writes, so that tests can
+ * do something while one is under way (tests/writeback.sh). */
+static int pause_at_first_step(void *ctx, int step)
+{
+	if (step == RES_STEP_DATA)
+		g_usleep((gulong)*(const int *)ctx * 1000);
+	return 0;
+}
+
 static void set_fault_hook(struct fs *fs)
 {
-	static int step;
-	const char *env = getenv("EIFS_FAULT_STEP");
+	static int step, delay_ms;
+	const char *env = getenv("EIFS_FAULT_STEP"), *delay = getenv("EIFS_SAVE_DELAY_MS");
 
 	fs->commit.align = 1;
 	if (env && (step = atoi(env)) > 0) {
 		fs->commit.fault = die_at_step;
 		fs->commit.fault_ctx = &step;
+	} else if (delay && (delay_ms = atoi(delay)) > 0) {
+		fs->commit.fault = pause_at_first_step;
+		fs->commit.fault_ctx = &delay_ms;
 	}
 }
 

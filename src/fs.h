@@ -39,6 +39,10 @@ struct fs {
 	 * inode -> its record, with a reference */
 	pthread_mutex_t made_lock;
 	GHashTable *made;
+	/* Changes planned into a made folder and not yet saved (place_of in
+	 * fs_names.c): a made folder is not renamed meanwhile, or the save
+	 * would make the folder again under its old name */
+	int made_plans;
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "cp1251.h"
+#include "serve.h"
 
 /* What the set keeps of a made folder (its inode is the key, with a
  * reference the set holds). */
@@ -445,6 +446,14 @@ int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const ch
 	int rc = 0, err = 0;
 
 	tree_write_lock(fs->tree); /* inodes_move */
+	while (__atomic_load_n(&fs->made_plans, __ATOMIC_ACQUIRE) > 0) {
+		/* a save into a made folder is under way (this one, maybe):
+		 * once it is in, the folder it saved in is the archive's */
+		tree_write_unlock(fs->tree);
+		serve_will_block();
+		g_usleep(1000);
+		tree_write_lock(fs->tree);
+	}
 	if (!fs_made_empty(fs, in)) {
 		/* a file was saved in it meanwhile: the archive's folder now */
 		tree_write_unlock(fs->tree);

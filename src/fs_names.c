@@ -166,16 +166,30 @@ static int is_folder(const struct tree_node *n)
  * gets the name as seen from that node, and *anchor that node's inode (the
  * one to reload).  NULL when pin is gone.  Read lock. */
 static struct tree_node *place_of(struct fs *fs, struct inode *pin, const char *name, GString *path,
-				  struct inode **anchor)
+				  struct inode **anchor, int *into_made)
 {
 	struct tree_node *pn = inode_node(fs->inodes, pin);
 
+	*into_made = 0;
 	if (pn || !fs_made_empty(fs, pin)) {
 		g_string_assign(path, name);
 		*anchor = pin;
 		return pn;
 	}
-	return fs_made_target(fs, pin, name, path, anchor);
+	pn = fs_made_target(fs, pin, name, path, anchor);
+	if (pn) {
+		/* counted under the read lock, which fs_made_rename's check
+		 * excludes: until place_done, after the save's reload */
+		__atomic_add_fetch(&fs->made_plans, 1, __ATOMIC_ACQ_REL);
+		*into_made = 1;
+	}
+	return pn;
+}
+
+static void place_done(struct fs *fs, int into_made)
+{
+	if (into_made)
+		__atomic_sub_fetch(&fs->made_plans, 1, __ATOMIC_ACQ_REL);
 }
 
 /* A name an entry can take: a backslash would make folders of it. */
@@ -202,7 +216,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct wb_plan *plan;
 	struct tree_node *pn;
 	GString *path = g_string_new(NULL);
-	int rc, fd = -1;
+	int rc, fd = -1, into_made;
 
 	if (fs_is_status_name(fs, pin, name)) {
 		g_string_free(path, TRUE);
@@ -210,7 +224,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	tree_read_lock(fs->tree);
-	pn = place_of(fs, pin, name, path, &anchor);
+	pn = place_of(fs, pin, name, path, &anchor, &into_made);
 	if (!pn) {
 		rc = -ENOENT;
 	} else if (!fs->writable) {
@@ -231,6 +245,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	} else if (fs_is_scratch_name(name)) {
 		tree_read_unlock(fs->tree);
 		g_string_free(path, TRUE);
+		place_done(fs, into_made);
 		create_scratch(req, fs, pin, name, fi);
 		return;
 	} else if (!(plan = wb_create(fs->tree, pn, path->str, (const unsigned char *)"", 0, (uint32_t)time(NULL),
@@ -246,6 +261,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	tree_read_unlock(fs->tree);
 	g_string_free(path, TRUE);
+	place_done(fs, into_made);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -519,7 +535,7 @@ static GBytes *read_text(struct fs *fs, struct tree_node *n)
 static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, const char *newname)
 {
 	struct edit *e = fs_edit_get(fs, in);
-	int scratch = fs_is_scratch_name(newname), rc = 0;
+	int scratch = fs_is_scratch_name(newname), rc = 0, into_made = 0;
 	struct res_error err = { 0 };
 	struct edit_snapshot s;
 	struct identity id;
@@ -535,7 +551,7 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	if (edit_snapshot_begin(e, &s) < 0 && !scratch)
 		rc = -EIO;
 	tree_read_lock(fs->tree);
-	npn = rc == 0 ? place_of(fs, npin, newname, path, &anchor) : NULL;
+	npn = rc == 0 ? place_of(fs, npin, newname, path, &anchor, &into_made) : NULL;
 	if (rc == 0 && (!npn || is_folder(npn)))
 		rc = npn ? -EXDEV : -ENOENT;
 	if (rc == 0 && !scratch) {
@@ -566,6 +582,7 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	}
 	tree_read_unlock(fs->tree);
 	g_string_free(path, TRUE);
+	place_done(fs, into_made);
 	edit_snapshot_end(e, &s);
 	fs_edit_drop_idle(fs, in, e);
 	edit_unref(e);
@@ -585,7 +602,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct fs_written written = { 0 };
 	struct fs_move move;
 	GBytes *text = NULL;
-	int rc = 0, e = 0, real = 0;
+	int rc = 0, e = 0, real = 0, into_made;
 
 	if (flags & ~RENAME_NOREPLACE) {
 		fuse_reply_err(req, EINVAL);
@@ -625,7 +642,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	npath = g_string_new(NULL);
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
-	npn = place_of(fs, npin, newname, npath, &nanchor);
+	npn = place_of(fs, npin, newname, npath, &nanchor, &into_made);
 	n = pn ? tree_lookup(fs->tree, pn, name, &e) : NULL;
 	target = npn ? tree_lookup(fs->tree, npn, npath->str, &e) : NULL;
 	/* an empty folder made there (fs_made.c) */
@@ -682,6 +699,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		wb_plan_free(plan);
 		tree_read_unlock(fs->tree);
 	}
+	place_done(fs, into_made);
 	if (from_unit)
 		inode_unref(fs->inodes, from_unit);
 	if (rc == 0 && in && text)

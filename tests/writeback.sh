@@ -425,6 +425,22 @@ mkdir "$M/empty.res/only"
 check "rmdir of an archive that holds only a made folder: Directory not empty" \
 	eval 'fails_with "not empty" rmdir "$M/empty.res" && [ -f "$G/empty.res" ]'
 do_umount "$M"
+# a made folder renamed while a file is being saved into it (a file
+# manager's new folder, a copy into it, then a rename): the rename waits
+# for the save, and the file is in the folder under its new name.
+# EIFS_SAVE_DELAY_MS (a test hook) makes each save wait that long first.
+EIFS_SAVE_DELAY_MS=1000 do_mount "$G" "$M"
+mkdir "$M/$T/slow"
+(echo x > "$M/$T/slow/f.txt") 2>"$WORK/slow.err" & saver=$!
+sleep 0.4
+rename "$M/$T/slow" "$M/$T/fast"; rc=$?
+wait $saver; saved=$?
+check "a made folder renamed while a file is saved into it: both succeed" eval '[ $rc -eq 0 ] && [ $saved -eq 0 ]'
+check "... the file is in the folder under its new name, in the archive too" \
+	eval 'reads "$T/fast/f.txt" "x
+" && holds "$T/fast/f.txt" "x
+" && [ ! -e "$M/$T/slow" ] && ! "$E" ls "$G/$T" | grep -q "^slow"'
+do_umount "$M"
 do_mount "$G" "$M" -o ro
 check "mkdir in an archive of a read-only mount: Read-only file system" fails_with "Read-only" mkdir "$M/$T/ro"
 do_umount "$M"
