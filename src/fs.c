@@ -800,18 +800,47 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
+static int opened_dir_stat(struct fs *fs, struct inode *in, struct stat *st)
+{
+	struct tree_node *n;
+
+	tree_read_lock(fs->tree);
+	n = inode_node(fs->inodes, in);
+	if (n)
+		stat_inode(fs, in, n, st);
+	tree_read_unlock(fs->tree);
+	return n ? 0 : made_stat(fs, in, st);
+}
+
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
+	struct inode *in = fs_inode(fs, ino);
+	struct stat st;
 
 	if (fs->no_open) {
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	fs_refresh(fs, fs_inode(fs, ino), 1);
+	fs_refresh(fs, in, 1);
+	/* what fstat(2) of it shows, and that it lists empty, if it is
+	 * removed while open (fs_getattr, fs_readdir): as on a disk */
+	if (fs->writable && opened_dir_stat(fs, in, &st) == 0) {
+		inode_opened(fs->inodes, in, &st);
+		fi->fh = 1;
+	}
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+
+	if (fi->fh)
+		inode_closed(fs->inodes, fs_inode(fs, ino));
+	fuse_reply_err(req, 0);
 }
 
 /* ---- listings ------------------------------------------------------------ */
@@ -886,7 +915,7 @@ static uint32_t first_past(const struct tree_dir *d, const uint32_t *order, off_
 	return lo;
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus, int opened)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *dir = fs_inode(fs, ino);
@@ -907,6 +936,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 	rc = dn ? tree_children(fs->tree, dn, &d) : -ENOENT;
 	if (rc == -ENOENT && fs->writable && fs_made_empty(fs, dir))
 		rc = 0; /* a made folder: made folders in it, if any */
+	else if (rc == -ENOENT && opened && inode_opened_stat(fs->inodes, dir, &(struct stat){ 0 }))
+		rc = 0; /* removed while open: empty, as on a disk */
 	if (rc == 0 && fs->writable)
 		made = fs_made_children(fs, dir);
 	if (rc == 0) {
@@ -954,13 +985,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, 0);
+	do_readdir(req, ino, size, off, 0, fi->fh != 0);
 }
 
 static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, 1);
+	do_readdir(req, ino, size, off, 1, fi->fh != 0);
 }
 
 /* ---- reading --------------------------------------------------------------- */
@@ -1255,6 +1286,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	OP(open, fs_open),
 	OP(release, fs_release),
 	OP(opendir, fs_opendir),
+	OP(releasedir, fs_releasedir),
 	OP(readdir, fs_readdir),
 	OP(readdirplus, fs_readdirplus),
 	OP(read, fs_read),

@@ -344,6 +344,24 @@ echo x > "$M/$T/cookie/f.txt"; o2=$(d_off "$M/$T" cookie)
 rm "$M/$T/cookie/f.txt"; o3=$(d_off "$M/$T" cookie)
 check "a made folder keeps its place in listings when a file saved in it makes it the archive's, and back ($o1 $o2 $o3)" \
 	eval '[ -n "$o1" ] && [ "$o1" = "$o2" ] && [ "$o2" = "$o3" ] && rmdir "$M/$T/cookie"'
+# a folder removed while a program has it open (its working directory):
+# fstat shows it with no links, and it lists empty, as on a disk
+gone_open() { # gone_open DIR [FILE]: DIR (with FILE in it) removed while open
+	python3 - "$@" <<'PY'
+import os, sys
+d = sys.argv[1]
+fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+for f in sys.argv[2:]:
+    os.unlink(os.path.join(d, f))
+os.rmdir(d)
+print(os.fstat(fd).st_nlink, len(os.listdir(fd)))
+PY
+}
+mkdir "$M/$T/open1"; r1=$(gone_open "$M/$T/open1")
+mkdir "$M/$T/open2" && echo x > "$M/$T/open2/f.txt"; r2=$(gone_open "$M/$T/open2" f.txt)
+mkdir "$G/open3"; r3=$(gone_open "$M/open3")
+check "folders removed while open: fstat gives no links, and they list empty (made '$r1', the archive's '$r2', the game folder's '$r3')" \
+	eval '[ "$r1" = "0 0" ] && [ "$r2" = "0 0" ] && [ "$r3" = "0 0" ]'
 stat "$M/$T/CASED" 2>/dev/null # the kernel keeps that it is not there (a second)
 mkdir "$M/$T/Cased"
 check "a file made over a made folder's name in another ASCII case: Is a directory" \
