@@ -233,11 +233,11 @@ static struct inode *move_inode(struct fs *fs, const struct fs_move *m)
 	int err = 0;
 
 	n = pn && tree_is_dir(pn) && !m->unlink ? tree_lookup(fs->tree, pn, m->name, &err) : NULL;
-	gone = inodes_find(fs->inodes, m->to_parent, n ? n->name : m->name);
-	if (gone == m->in)
+	gone = inodes_find_ref(fs->inodes, m->to_parent, n ? n->name : m->name);
+	if (gone && gone == m->in) {
+		inode_unref(fs->inodes, gone); /* m->in's caller holds it too */
 		gone = NULL;
-	if (gone)
-		inode_ref(fs->inodes, gone);
+	}
 	if (m->unlink) {
 		inodes_unlink(fs->inodes, m->to_parent, m->name);
 	} else {
@@ -449,12 +449,16 @@ static int reply_made(fuse_req_t req, struct fs *fs, struct inode *pin, const ch
 /* An editor's temporary has no tree node: found among the inodes. */
 static int reply_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, const char *name)
 {
-	struct inode *in = inodes_find(fs->inodes, pin, name);
+	struct inode *in = inodes_find_ref(fs->inodes, pin, name);
 	struct fuse_entry_param e;
 	struct edit *ed;
 
-	if (!in || !in->scratch || !(ed = fs_edit_get(fs, in)))
+	if (!in)
 		return 0;
+	if (!in->scratch || !(ed = fs_edit_get(fs, in))) {
+		inode_unref(fs->inodes, in);
+		return 0;
+	}
 	memset(&e, 0, sizeof e);
 	e.ino = fs_ino(fs, in);
 	e.generation = 1;
@@ -462,6 +466,7 @@ static int reply_scratch(fuse_req_t req, struct fs *fs, struct inode *pin, const
 	fs_scratch_stat(fs, in, ed, &e.attr);
 	edit_unref(ed);
 	inodes_count_lookup(fs->inodes, in);
+	inode_unref(fs->inodes, in);
 	fuse_reply_entry(req, &e);
 	return 1;
 }

@@ -295,8 +295,8 @@ static int name_fits(const char *name)
  * temporary. */
 static int taken(struct fs *fs, struct inode *pin, struct tree_node *pn, const char *name)
 {
-	struct inode *in = inodes_find(fs->inodes, pin, name), *made;
-	int err = 0;
+	struct inode *in, *made;
+	int err = 0, scratch;
 
 	if (pn && tree_lookup(fs->tree, pn, name, &err))
 		return 1;
@@ -305,7 +305,12 @@ static int taken(struct fs *fs, struct inode *pin, struct tree_node *pn, const c
 		inode_unref(fs->inodes, made);
 		return 1;
 	}
-	return in && in->scratch && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE);
+	in = inodes_find_ref(fs->inodes, pin, name);
+	if (!in)
+		return 0;
+	scratch = in->scratch && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE);
+	inode_unref(fs->inodes, in);
+	return scratch;
 }
 
 /* Puts in into the set, with a reference (read lock). */

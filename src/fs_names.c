@@ -216,13 +216,14 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct wb_plan *plan;
 	struct tree_node *pn;
 	GString *path = g_string_new(NULL);
-	int rc, fd = -1, into_made;
+	int rc, fd = -1, into_made, tries = 0;
 
 	if (fs_is_status_name(fs, pin, name)) {
 		g_string_free(path, TRUE);
 		fuse_reply_err(req, EEXIST);
 		return;
 	}
+again:
 	tree_read_lock(fs->tree);
 	pn = place_of(fs, pin, name, path, &anchor, &into_made);
 	if (!pn) {
@@ -254,7 +255,15 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		rc = -(err.code ? err.code : EIO);
 		wb_plan_free(plan);
 	} else {
-		rc = fs_run_plan(fs, plan, unit, NULL, &err); /* unlocks */
+		/* unlocks; planned anew where a rename of the folder went first */
+		rc = ++tries < FS_PLAN_TRIES ? fs_run_fresh_plan(fs, plan, unit, NULL, &err)
+					     : fs_run_plan(fs, plan, unit, NULL, &err);
+		if (rc == -EAGAIN) {
+			place_done(fs, into_made);
+			memset(&err, 0, sizeof err);
+			unit = NULL;
+			goto again;
+		}
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s: cannot create: %s", name, err.msg);
 		tree_read_lock(fs->tree);
@@ -332,20 +341,22 @@ static int is_empty(struct fs *fs, struct tree_node *n)
 /* Whether folders made in the mount (fs_made.c) lie in n, of folder pin. */
 static int made_in(struct fs *fs, struct inode *pin, struct tree_node *n)
 {
-	struct inode *in = inodes_find(fs->inodes, pin, n->name);
+	struct inode *in = inodes_find_ref(fs->inodes, pin, n->name);
+	int has = in && fs_made_has_child(fs, in);
 
-	return in && fs_made_has_child(fs, in);
+	if (in)
+		inode_unref(fs->inodes, in);
+	return has;
 }
 
 static void revert_view(struct fs *fs, struct inode *pin, const char *name)
 {
-	struct inode *in = inodes_find(fs->inodes, pin, name);
+	struct inode *in = inodes_find_ref(fs->inodes, pin, name);
 
 	/* the name now stands for the view made from the source; the old
 	 * inode keeps its edit for whoever still has it open (its saves
 	 * find no file and write nothing) */
 	if (in) {
-		inode_ref(fs->inodes, in);
 		inodes_unlink(fs->inodes, pin, name);
 		fs_edit_pin(fs, in);
 		inode_unref(fs->inodes, in);

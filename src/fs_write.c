@@ -341,17 +341,44 @@ static void gate_leave(struct fs *fs, struct gate *g)
 	}
 }
 
-int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
-		struct res_error *err)
+/* The stamp of the archive file the unit lies in, as the tree last saw
+ * it (read lock): each save of ours moves it on (a save appends). */
+static void unit_stamp(struct fs *fs, struct inode *unit, struct stat *st)
+{
+	struct tree_node *n = inode_node(fs->inodes, unit);
+
+	memset(st, 0, sizeof *st);
+	if (n && n->src)
+		*st = n->src->stamp;
+}
+
+static int run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
+		    struct res_error *err, int fresh)
 {
 	struct save_stamps stamps = { 0 };
+	struct stat planned, now;
 	struct gate *gate;
 	int rc;
 
 	inode_ref(fs->inodes, unit);
+	unit_stamp(fs, unit, &planned);
 	tree_read_unlock(fs->tree);
 	__atomic_add_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
 	gate = gate_enter(fs, wb_plan_file(plan));
+	if (fresh) {
+		/* another save got through the gate first: this plan names
+		 * what it found, which that one may have moved */
+		tree_read_lock(fs->tree);
+		unit_stamp(fs, unit, &now);
+		tree_read_unlock(fs->tree);
+		if (!tree_same_stamp(&planned, &now)) {
+			gate_leave(fs, gate);
+			__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
+			inode_unref(fs->inodes, unit);
+			wb_plan_free(plan);
+			return -EAGAIN;
+		}
+	}
 	rc = wb_run(plan, &fs->commit, err, &stamps);
 	wb_plan_free(plan);
 	if (rc == 0)
@@ -362,6 +389,18 @@ int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const s
 	__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
 	inode_unref(fs->inodes, unit);
 	return rc < 0 ? -err->code : 0;
+}
+
+int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
+		struct res_error *err)
+{
+	return run_plan(fs, plan, unit, move, err, 0);
+}
+
+int fs_run_fresh_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
+		      struct res_error *err)
+{
+	return run_plan(fs, plan, unit, move, err, 1);
 }
 
 /* One log line; the reason is kept for the status file. */
@@ -416,26 +455,36 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 		edit_snapshot_end(e, &s);
 		return rc < 0 ? rc : 0;
 	}
-	tree_read_lock(fs->tree);
-	n = inode_node(fs->inodes, in);
-	if (!n) {
-		tree_read_unlock(fs->tree); /* deleted while open: nothing to save */
-		edit_saved(e, &s, NULL, NULL);
-		edit_snapshot_end(e, &s);
-		return 0;
-	}
-	is_view = n->kind == NODE_VIEW;
-	unit = fs_unit_of(fs, in);
-	plan = wb_put(fs->tree, n, s.data, s.len, (uint32_t)s.mtime, &err);
-	if (!plan || !unit) {
-		tree_read_unlock(fs->tree);
-		wb_plan_free(plan);
-		if (!err.code)
-			snprintf(err.msg, sizeof err.msg, "%s", strerror(err.code = EIO));
-		rc = -err.code;
-	} else {
+	for (int tries = 1;; tries++) {
+		tree_read_lock(fs->tree);
+		n = inode_node(fs->inodes, in);
+		if (!n) {
+			tree_read_unlock(fs->tree); /* deleted while open: nothing to save */
+			edit_saved(e, &s, NULL, NULL);
+			edit_snapshot_end(e, &s);
+			return 0;
+		}
+		is_view = n->kind == NODE_VIEW;
+		unit = fs_unit_of(fs, in);
+		memset(&err, 0, sizeof err);
+		plan = wb_put(fs->tree, n, s.data, s.len, (uint32_t)s.mtime, &err);
+		if (!plan || !unit) {
+			tree_read_unlock(fs->tree);
+			wb_plan_free(plan);
+			if (!err.code)
+				snprintf(err.msg, sizeof err.msg, "%s", strerror(err.code = EIO));
+			rc = -err.code;
+			break;
+		}
 		fs_written_of(plan, &written);
-		rc = fs_run_plan(fs, plan, unit, NULL, &err);
+		/* planned anew where another save (a rename of its folder)
+		 * went first; after a few, as planned, rather than never */
+		rc = tries < FS_PLAN_TRIES ? fs_run_fresh_plan(fs, plan, unit, NULL, &err)
+					: fs_run_plan(fs, plan, unit, NULL, &err);
+		if (rc != -EAGAIN)
+			break;
+		if (log_debugging())
+			log_msg(LOG_DEBUG, "save: another save of the archive went first; planned again");
 	}
 	if (rc < 0) {
 		report_failure(fs, in, e, &s, &err, is_view && !transient);

@@ -47,6 +47,13 @@ const struct identity *fs_sticky_source(struct fs *fs, const struct tree_node *n
  * has the reason. */
 int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
 		struct res_error *err);
+/* The same, unless another save of the archive ran between the plan and
+ * its turn: then -EAGAIN, having run nothing, and the caller plans again
+ * (a plan names entries by path, and that save may have moved them). */
+int fs_run_fresh_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
+		      struct res_error *err);
+/* How often a caller plans anew before it runs a plan as made. */
+enum { FS_PLAN_TRIES = 8 };
 
 /* 0 when the mount may change n, else -EROFS or -EACCES.  Read lock. */
 int fs_may_change(struct fs *fs, struct tree_node *n);

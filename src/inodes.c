@@ -157,6 +157,19 @@ struct inode *inodes_find(struct inodes *s, struct inode *parent, const char *na
 	return in;
 }
 
+struct inode *inodes_find_ref(struct inodes *s, struct inode *parent, const char *name)
+{
+	struct inode key = { .parent = parent, .name = (char *)name };
+	struct inode *in;
+
+	pthread_mutex_lock(&s->lock);
+	in = g_hash_table_lookup(s->by_name, &key);
+	if (in)
+		in->refs++;
+	pthread_mutex_unlock(&s->lock);
+	return in;
+}
+
 struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_node *node)
 {
 	struct inode key = { .parent = parent, .name = (char *)node->name };

@@ -72,8 +72,13 @@ int inode_opened_stat(struct inodes *s, struct inode *in, struct stat *st);
 /* One more kernel reference to an inode found by inodes_find. */
 void inodes_count_lookup(struct inodes *s, struct inode *in);
 
-/* The inode known for parent/name, not counted; NULL if none. */
+/* The inode known for parent/name, not counted; NULL if none.  Valid
+ * only while something else holds it: the kernel, during a request on
+ * that very name (the source of a rename, the victim of an unlink). */
 struct inode *inodes_find(struct inodes *s, struct inode *parent, const char *name);
+/* The same with a reference the caller drops (inode_unref): for a name
+ * the kernel may have forgotten meanwhile. */
+struct inode *inodes_find_ref(struct inodes *s, struct inode *parent, const char *name);
 
 /* The kernel drops n references. */
 void inodes_forget(struct inodes *s, struct inode *in, uint64_t n);

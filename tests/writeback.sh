@@ -458,6 +458,24 @@ check "... the file is in the folder under its new name, in the archive too" \
 	eval 'reads "$T/fast/f.txt" "x
 " && holds "$T/fast/f.txt" "x
 " && [ ! -e "$M/$T/slow" ] && ! "$E" ls "$G/$T" | grep -q "^slow"'
+# a save planned while a rename of its folder holds the archive: planned
+# anew once the rename is in, it lands in the folder's new name
+python3 - "$M/$T" <<'PY'
+import os, sys, threading, time
+d = sys.argv[1]
+os.mkdir(d + "/slow2")
+fd = os.open(d + "/slow2/f.txt", os.O_CREAT | os.O_WRONLY)
+os.write(fd, b"y\n")
+t = threading.Thread(target=os.rename, args=(d + "/slow2", d + "/fast2"))
+t.start()
+time.sleep(0.3)  # the rename's save holds the archive for its second
+os.close(fd)     # this save is planned meanwhile, under the old name
+t.join()
+PY
+check "a file saved while a rename of its folder is under way is saved under the new name" \
+	eval 'reads "$T/fast2/f.txt" "y
+" && holds "$T/fast2/f.txt" "y
+" && ! "$E" ls "$G/$T" | grep -q "^slow2"'
 do_umount "$M"
 do_mount "$G" "$M" -o ro
 check "mkdir in an archive of a read-only mount: Read-only file system" fails_with "Read-only" mkdir "$M/$T/ro"
