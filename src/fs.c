@@ -1272,6 +1272,10 @@ static void ordered_rename(fuse_req_t r, fuse_ino_t p, const char *n, fuse_ino_t
 {
 	ORDERED(fs_rename(r, p, n, np, nn, fl));
 }
+static void ordered_releasedir(fuse_req_t r, fuse_ino_t i, struct fuse_file_info *f)
+{
+	ORDERED(fs_releasedir(r, i, f));
+}
 static void ordered_statfs(fuse_req_t r, fuse_ino_t i)
 {
 	ORDERED(fs_statfs(r, i));

@@ -717,8 +717,8 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		keep_text(fs, in, text, &written);
 	if (text)
 		g_bytes_unref(text);
-	if (rc == 0 && in && !real)
-		fs_made_moved(fs, in); /* folders made in it: its new folders stay while they do */
+	if (rc == 0 && in)
+		fs_made_moved(fs, in); /* folders made in it (an archive file's too): renumbered, kept */
 	if (there)
 		inode_unref(fs->inodes, there);
 	if (made)

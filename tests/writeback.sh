@@ -437,6 +437,10 @@ check "a made folder moved into another folder of the archive keeps that one whe
 	eval '[ $rc -eq 0 ] && [ "$(ls -A "$M/$T/p2/sub")" = new ] && [ ! -e "$M/$T/p1/new" ]'
 i1=$(stat -c %i "$M/$T/p2/sub/new"); printf z > "$M/$T/p2/sub/new/z.txt"; i2=$(stat -c %i "$M/$T/p2/sub/new")
 check "... numbered as the archive's folder it becomes there ($i1)" eval '[ -n "$i1" ] && [ "$i1" = "$i2" ] && holds "$T/p2/sub/new/z.txt" z'
+cp "$DEMO/texts.res" "$G/ren1.res" && mkdir "$M/ren1.res/mk" && mv "$M/ren1.res" "$M/ren2.res"
+i1=$(stat -c %i "$M/ren2.res/mk"); printf z > "$M/ren2.res/mk/z.txt"; i2=$(stat -c %i "$M/ren2.res/mk")
+check "... also in an archive file renamed after the folder was made ($i1)" \
+	eval '[ -n "$i1" ] && [ "$i1" = "$i2" ] && holds ren2.res/mk/z.txt z && rm -r "$M/ren2.res/mk" && rm "$G/ren2.res"'
 rm "$M/$T/p2/sub/new/z.txt"; rmdir "$M/$T/p2/sub/new" "$M/$T/p2/sub"; rc=$?
 check "... and goes with rmdir" eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/p2/sub" ]'
 mkdir "$M/empty.res/only"
