@@ -613,7 +613,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct fs_written written = { 0 };
 	struct fs_move move;
 	GBytes *text = NULL;
-	int rc = 0, e = 0, real = 0, into_made;
+	int rc = 0, e = 0, real = 0, into_made, gone_made = 0, tries = 0;
 
 	if (flags & ~RENAME_NOREPLACE) {
 		fuse_reply_err(req, EINVAL);
@@ -651,6 +651,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	rc = save_pending(fs, in);
 	move = (struct fs_move){ in, npin, newname, 0 };
 	npath = g_string_new(NULL);
+plan_again:
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	npn = place_of(fs, npin, newname, npath, &nanchor, &into_made);
@@ -660,9 +661,12 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	there = target ? NULL : fs_made_find(fs, npin, newname);
 	if (rc < 0)
 		;
-	else if (!n || !npn)
+	else if (!n || !npn) {
 		rc = -ENOENT;
-	else if ((flags & RENAME_NOREPLACE) && (target || there))
+		/* the archive's folder lost its last file meanwhile; made
+		 * through the mount, it stays (empty): renamed as such, below */
+		gone_made = !n && npn && in && !made && fs_made_empty(fs, in);
+	} else if ((flags & RENAME_NOREPLACE) && (target || there))
 		rc = -EEXIST;
 	else if (there && !tree_is_dir(n))
 		rc = -EISDIR;
@@ -695,7 +699,27 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 			fs_reload(fs, npin, &move, NULL);
 	} else if (rc == 0) {
 		fs_written_of(plan, &written);
-		rc = fs_run_plan(fs, plan, unit, &move, &err); /* unlocks */
+		/* unlocks; planned anew where another save went first (the
+		 * delete of a file it moves) */
+		rc = ++tries < FS_PLAN_TRIES ? fs_run_fresh_plan(fs, plan, unit, &move, &err)
+					     : fs_run_plan(fs, plan, unit, &move, &err);
+		if (rc == -EAGAIN) {
+			place_done(fs, into_made);
+			if (from_unit)
+				inode_unref(fs->inodes, from_unit);
+			if (text)
+				g_bytes_unref(text);
+			if (there)
+				inode_unref(fs->inodes, there);
+			from_unit = NULL;
+			text = NULL;
+			there = NULL;
+			plan = NULL;
+			unit = NULL;
+			memset(&err, 0, sizeof err);
+			rc = 0;
+			goto plan_again;
+		}
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s -> %s: not renamed: %s", name, newname, err.msg);
 		else if (from_unit)
@@ -711,6 +735,11 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		tree_read_unlock(fs->tree);
 	}
 	place_done(fs, into_made);
+	if (gone_made) {
+		int r = fs_made_rename(fs, in, npin, newname, flags); /* after place_done: it waits for those */
+
+		rc = r <= 0 ? r : -ENOENT;
+	}
 	if (from_unit)
 		inode_unref(fs->inodes, from_unit);
 	if (rc == 0 && in && text)

@@ -480,6 +480,22 @@ check "a file saved while a rename of its folder is under way is saved under the
 	eval 'reads "$T/fast2/f.txt" "y
 " && holds "$T/fast2/f.txt" "y
 " && ! "$E" ls "$G/$T" | grep -q "^slow2"'
+# a made folder renamed while its last file is being deleted: the rename
+# planned the file's move, planned anew it finds the folder empty, made
+# through the mount, and renames it as such
+mkdir "$M/$T/kept" && echo k > "$M/$T/kept/f.txt"
+python3 - "$M/$T" > "$WORK/kept.out" 2>&1 <<'PY'
+import os, sys, threading, time
+d = sys.argv[1]
+t = threading.Thread(target=os.unlink, args=(d + "/kept/f.txt",))
+t.start()
+time.sleep(0.3)  # the delete's save holds the archive for its second
+os.rename(d + "/kept", d + "/kept2")
+t.join()
+print("renamed")
+PY
+check "a made folder renamed while its last file is deleted: renamed, empty" \
+	eval 'grep -qx renamed "$WORK/kept.out" && [ -d "$M/$T/kept2" ] && [ -z "$(ls -A "$M/$T/kept2")" ] && [ ! -e "$M/$T/kept" ] && ! "$E" ls "$G/$T" | grep -q "^kept" && rmdir "$M/$T/kept2"'
 do_umount "$M"
 do_mount "$G" "$M" -o ro
 check "mkdir in an archive of a read-only mount: Read-only file system" fails_with "Read-only" mkdir "$M/$T/ro"
