@@ -256,8 +256,7 @@ again:
 		wb_plan_free(plan);
 	} else {
 		/* unlocks; planned anew where a rename of the folder went first */
-		rc = ++tries < FS_PLAN_TRIES ? fs_run_fresh_plan(fs, plan, unit, NULL, &err)
-					     : fs_run_plan(fs, plan, unit, NULL, &err);
+		rc = fs_run_fresh_plan(fs, plan, unit, NULL, &err, ++tries);
 		if (rc == -EAGAIN) {
 			place_done(fs, into_made);
 			memset(&err, 0, sizeof err);
@@ -701,8 +700,7 @@ plan_again:
 		fs_written_of(plan, &written);
 		/* unlocks; planned anew where another save went first (the
 		 * delete of a file it moves) */
-		rc = ++tries < FS_PLAN_TRIES ? fs_run_fresh_plan(fs, plan, unit, &move, &err)
-					     : fs_run_plan(fs, plan, unit, &move, &err);
+		rc = fs_run_fresh_plan(fs, plan, unit, &move, &err, ++tries);
 		if (rc == -EAGAIN) {
 			place_done(fs, into_made);
 			if (from_unit)

@@ -398,9 +398,9 @@ int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const s
 }
 
 int fs_run_fresh_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
-		      struct res_error *err)
+		      struct res_error *err, int tries)
 {
-	return run_plan(fs, plan, unit, move, err, 1);
+	return run_plan(fs, plan, unit, move, err, tries < FS_PLAN_TRIES);
 }
 
 /* One log line; the reason is kept for the status file. */
@@ -479,8 +479,7 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 		fs_written_of(plan, &written);
 		/* planned anew where another save (a rename of its folder)
 		 * went first; after a few, as planned, rather than never */
-		rc = tries < FS_PLAN_TRIES ? fs_run_fresh_plan(fs, plan, unit, NULL, &err)
-					: fs_run_plan(fs, plan, unit, NULL, &err);
+		rc = fs_run_fresh_plan(fs, plan, unit, NULL, &err, tries);
 		if (rc != -EAGAIN)
 			break;
 		if (log_debugging())

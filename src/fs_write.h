@@ -49,10 +49,10 @@ int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const s
 		struct res_error *err);
 /* The same, unless another save of the archive ran between the plan and
  * its turn: then -EAGAIN, having run nothing, and the caller plans again
- * (a plan names entries by path, and that save may have moved them). */
+ * (a plan names entries by path, and that save may have moved them).
+ * tries: how many plans this is; from FS_PLAN_TRIES on it runs as made. */
 int fs_run_fresh_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
-		      struct res_error *err);
-/* How often a caller plans anew before it runs a plan as made. */
+		      struct res_error *err, int tries);
 enum { FS_PLAN_TRIES = 8 };
 
 /* 0 when the mount may change n, else -EROFS or -EACCES.  Read lock. */
