@@ -193,7 +193,8 @@ static GByteArray *view_bytes(struct tree *t, struct tree_node *n, const char *a
 static int write_view(struct tree *t, struct tree_node *n, const char *arg, FILE *to)
 {
 	GByteArray *out = view_bytes(t, n, arg);
-	int ok = out && fwrite(out->data, 1, out->len, to) == out->len;
+	/* an empty view has no data pointer, which fwrite may not get */
+	int ok = out && (out->len == 0 || fwrite(out->data, 1, out->len, to) == out->len);
 
 	if (out)
 		g_byte_array_unref(out);
