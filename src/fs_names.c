@@ -362,9 +362,11 @@ static void revert_view(struct fs *fs, struct inode *pin, const char *name)
 	}
 }
 
-/* Removes entry or loose file n of folder pin; unlocks. */
+/* Removes entry or loose file n of folder pin; unlocks.  -EAGAIN when
+ * another save of the archive went first (the rename of a folder the
+ * entry lies in): the caller looks n up again and tries again. */
 static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, struct tree_node *n,
-		       int is_dir)
+		       int is_dir, int tries)
 {
 	struct res_error err = { 0 };
 	struct inode *unit = fs_unit_of(fs, pin);
@@ -391,9 +393,11 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 		 * the notices: none of them may stand for a file made anew */
 		struct fs_move gone = { NULL, pin, name, 1 };
 
-		rc = fs_run_plan(fs, plan, unit, &gone, &err);
-		if (rc < 0)
+		rc = fs_run_fresh_plan(fs, plan, unit, &gone, &err, tries);
+		if (rc < 0 && rc != -EAGAIN)
 			log_msg(LOG_ERR, "%s: cannot delete: %s", name, err.msg);
+		if (rc == -EAGAIN && log_debugging())
+			log_msg(LOG_DEBUG, "%s: another save of the archive went first; planned again", name);
 	}
 	g_free(name);
 	return rc;
@@ -404,12 +408,14 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent), *in;
 	struct tree_node *pn, *n = NULL;
-	int rc = 0, err = 0;
+	int rc = 0, err = 0, tries = 0;
 
 	if (fs_is_status_name(fs, pin, name)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
+again:
+	rc = 0;
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
@@ -426,7 +432,10 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if (n->kind != NODE_PLAIN && (rc = fs_may_change(fs, n)) < 0) {
 		;
 	} else {
-		fuse_reply_err(req, -remove_node(fs, pin, pn, n, 0)); /* unlocks */
+		rc = remove_node(fs, pin, pn, n, 0, ++tries); /* unlocks */
+		if (rc == -EAGAIN)
+			goto again;
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	tree_read_unlock(fs->tree);
@@ -438,8 +447,10 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent);
 	struct tree_node *pn, *n;
-	int rc = 0, err = 0;
+	int rc = 0, err = 0, tries = 0;
 
+again:
+	rc = 0;
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
@@ -455,7 +466,10 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = -ENOTDIR;
 	else if (n->kind == NODE_FOLDER || (n->kind == NODE_ARCHIVE && is_empty(fs, n) && !made_in(fs, pin, n))) {
 		/* an empty archive goes as a whole; a folder as the system says */
-		fuse_reply_err(req, -remove_node(fs, pin, pn, n, n->kind == NODE_FOLDER)); /* unlocks */
+		rc = remove_node(fs, pin, pn, n, n->kind == NODE_FOLDER, ++tries); /* unlocks */
+		if (rc == -EAGAIN)
+			goto again;
+		fuse_reply_err(req, -rc);
 		return;
 	} else {
 		rc = -ENOTEMPTY;
@@ -545,7 +559,7 @@ static GBytes *read_text(struct fs *fs, struct tree_node *n)
 static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, const char *newname)
 {
 	struct edit *e = fs_edit_get(fs, in);
-	int scratch = fs_is_scratch_name(newname), rc = 0, into_made = 0;
+	int scratch = fs_is_scratch_name(newname), rc = 0, into_made = 0, tries = 0;
 	struct res_error err = { 0 };
 	struct edit_snapshot s;
 	struct identity id;
@@ -560,6 +574,7 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	path = g_string_new(NULL);
 	if (edit_snapshot_begin(e, &s) < 0 && !scratch)
 		rc = -EIO;
+plan_again:
 	tree_read_lock(fs->tree);
 	npn = rc == 0 ? place_of(fs, npin, newname, path, &anchor, &into_made) : NULL;
 	if (rc == 0 && (!npn || is_folder(npn)))
@@ -571,10 +586,18 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 
 		if (plan)
 			fs_written_of(plan, &written);
-		rc = plan && unit ? fs_run_plan(fs, plan, unit, &move, &err) /* unlocks */
+		/* unlocks; planned anew where another save went first (the
+		 * rename of the folder it goes to) */
+		rc = plan && unit ? fs_run_fresh_plan(fs, plan, unit, &move, &err, ++tries)
 				  : -(err.code ? err.code : EIO);
 		if (!unit)
 			wb_plan_free(plan);
+		if (rc == -EAGAIN) {
+			place_done(fs, into_made);
+			memset(&err, 0, sizeof err);
+			rc = 0;
+			goto plan_again;
+		}
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s: not saved: %s", newname, err.msg);
 		tree_read_lock(fs->tree);

@@ -391,12 +391,6 @@ static int run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, con
 	return rc < 0 ? -err->code : 0;
 }
 
-int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
-		struct res_error *err)
-{
-	return run_plan(fs, plan, unit, move, err, 0);
-}
-
 int fs_run_fresh_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
 		      struct res_error *err, int tries)
 {

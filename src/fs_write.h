@@ -44,12 +44,9 @@ const struct identity *fs_sticky_source(struct fs *fs, const struct tree_node *n
 
 /* Runs a plan made under the read lock, which it releases, then reloads
  * the unit (with move, when not NULL).  Returns 0 or a negative errno; err
- * has the reason. */
-int fs_run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
-		struct res_error *err);
-/* The same, unless another save of the archive ran between the plan and
- * its turn: then -EAGAIN, having run nothing, and the caller plans again
- * (a plan names entries by path, and that save may have moved them).
+ * has the reason.  -EAGAIN, having run nothing, when another save of the
+ * archive ran between the plan and its turn: the caller plans again (a
+ * plan names entries by path, and that save may have moved them).
  * tries: how many plans this is; from FS_PLAN_TRIES on it runs as made. */
 int fs_run_fresh_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
 		      struct res_error *err, int tries);

@@ -496,6 +496,41 @@ print("renamed")
 PY
 check "a made folder renamed while its last file is deleted: renamed, empty" \
 	eval 'grep -qx renamed "$WORK/kept.out" && [ -d "$M/$T/kept2" ] && [ -z "$(ls -A "$M/$T/kept2")" ] && [ ! -e "$M/$T/kept" ] && ! "$E" ls "$G/$T" | grep -q "^kept" && rmdir "$M/$T/kept2"'
+# a file deleted while a rename of its folder is under way: the delete,
+# planned under the old name, is planned anew and deletes it under the new
+mkdir "$M/$T/del" && echo a > "$M/$T/del/a.txt" && echo b > "$M/$T/del/b.txt"
+python3 - "$M/$T" > "$WORK/del.out" 2>&1 <<'PY'
+import os, sys, threading, time
+d = sys.argv[1]
+t = threading.Thread(target=os.rename, args=(d + "/del", d + "/del2"))
+t.start()
+time.sleep(0.3)  # the rename's save holds the archive for its second
+os.unlink(d + "/del/a.txt")
+t.join()
+print("deleted")
+PY
+check "a file deleted while a rename of its folder is under way is gone under the new name too" \
+	eval 'grep -qx deleted "$WORK/del.out" && [ "$(ls -A "$M/$T/del2")" = b.txt ] && [ ! -e "$M/$T/del" ] && ! "$E" ls "$G/$T/del2" | grep -q "^a.txt" && holds "$T/del2/b.txt" "b
+"'
+# an editor's temporary renamed over its file while a rename of the
+# folder is under way (sed -i's sedXXXXXX): saved under the folder's new name
+mkdir "$M/$T/ed" && echo old > "$M/$T/ed/t.txt"
+python3 - "$M/$T" > "$WORK/ed.out" 2>&1 <<'PY'
+import os, sys, threading, time
+d = sys.argv[1]
+with open(d + "/ed/sedAb12Cd", "w") as f:
+    f.write("new\n")
+t = threading.Thread(target=os.rename, args=(d + "/ed", d + "/ed2"))
+t.start()
+time.sleep(0.3)  # the rename's save holds the archive for its second
+os.rename(d + "/ed/sedAb12Cd", d + "/ed/t.txt")
+t.join()
+print("saved")
+PY
+check "a temporary renamed over a file while a rename of its folder is under way: saved under the new name" \
+	eval 'grep -qx saved "$WORK/ed.out" && reads "$T/ed2/t.txt" "new
+" && holds "$T/ed2/t.txt" "new
+" && [ ! -e "$M/$T/ed" ] && ! "$E" ls "$G/$T" | grep -qx ed'
 do_umount "$M"
 do_mount "$G" "$M" -o ro
 check "mkdir in an archive of a read-only mount: Read-only file system" fails_with "Read-only" mkdir "$M/$T/ro"
