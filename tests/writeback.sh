@@ -27,6 +27,29 @@ fails_with() { # fails_with TEXT COMMAND...: the command fails, saying TEXT
 	said=$1; shift
 	! "$@" 2>"$WORK/made.err" && grep -q "$said" "$WORK/made.err"
 }
+# while_saving FIRST SECOND: python statements on d (the folder $M/$T);
+# SECOND runs while FIRST, in a thread, is saving (under
+# EIFS_SAVE_DELAY_MS: it holds the archive); prints "done" when both ran
+while_saving() {
+	python3 - "$M/$T" "$1" "$2" <<'PY'
+import os, sys, threading, time
+d, first, second = sys.argv[1:]
+failed = []
+def run_first():
+    try:
+        exec(first)
+    except OSError as e:
+        failed.append(e)
+t = threading.Thread(target=run_first)
+t.start()
+time.sleep(0.3)
+exec(second)
+t.join()
+if failed:
+    raise failed[0]
+print("done")
+PY
+}
 # a rename(2) alone: mv would copy where it fails (EXDEV)
 rename() { python3 -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "$1" "$2"; }
 untouched() { # untouched ARCHIVE EXCEPT...: every other entry as in the demo
@@ -484,51 +507,23 @@ check "a file saved while a rename of its folder is under way is saved under the
 # planned the file's move, planned anew it finds the folder empty, made
 # through the mount, and renames it as such
 mkdir "$M/$T/kept" && echo k > "$M/$T/kept/f.txt"
-python3 - "$M/$T" > "$WORK/kept.out" 2>&1 <<'PY'
-import os, sys, threading, time
-d = sys.argv[1]
-t = threading.Thread(target=os.unlink, args=(d + "/kept/f.txt",))
-t.start()
-time.sleep(0.3)  # the delete's save holds the archive for its second
-os.rename(d + "/kept", d + "/kept2")
-t.join()
-print("renamed")
-PY
+while_saving 'os.unlink(d + "/kept/f.txt")' 'os.rename(d + "/kept", d + "/kept2")' > "$WORK/kept.out" 2>&1
 check "a made folder renamed while its last file is deleted: renamed, empty" \
-	eval 'grep -qx renamed "$WORK/kept.out" && [ -d "$M/$T/kept2" ] && [ -z "$(ls -A "$M/$T/kept2")" ] && [ ! -e "$M/$T/kept" ] && ! "$E" ls "$G/$T" | grep -q "^kept" && rmdir "$M/$T/kept2"'
+	eval 'grep -qx done "$WORK/kept.out" && [ -d "$M/$T/kept2" ] && [ -z "$(ls -A "$M/$T/kept2")" ] && [ ! -e "$M/$T/kept" ] && ! "$E" ls "$G/$T" | grep -q "^kept" && rmdir "$M/$T/kept2"'
 # a file deleted while a rename of its folder is under way: the delete,
 # planned under the old name, is planned anew and deletes it under the new
 mkdir "$M/$T/del" && echo a > "$M/$T/del/a.txt" && echo b > "$M/$T/del/b.txt"
-python3 - "$M/$T" > "$WORK/del.out" 2>&1 <<'PY'
-import os, sys, threading, time
-d = sys.argv[1]
-t = threading.Thread(target=os.rename, args=(d + "/del", d + "/del2"))
-t.start()
-time.sleep(0.3)  # the rename's save holds the archive for its second
-os.unlink(d + "/del/a.txt")
-t.join()
-print("deleted")
-PY
+while_saving 'os.rename(d + "/del", d + "/del2")' 'os.unlink(d + "/del/a.txt")' > "$WORK/del.out" 2>&1
 check "a file deleted while a rename of its folder is under way is gone under the new name too" \
-	eval 'grep -qx deleted "$WORK/del.out" && [ "$(ls -A "$M/$T/del2")" = b.txt ] && [ ! -e "$M/$T/del" ] && ! "$E" ls "$G/$T/del2" | grep -q "^a.txt" && holds "$T/del2/b.txt" "b
+	eval 'grep -qx done "$WORK/del.out" && [ "$(ls -A "$M/$T/del2")" = b.txt ] && [ ! -e "$M/$T/del" ] && ! "$E" ls "$G/$T/del2" | grep -q "^a.txt" && holds "$T/del2/b.txt" "b
 "'
 # an editor's temporary renamed over its file while a rename of the
 # folder is under way (sed -i's sedXXXXXX): saved under the folder's new name
 mkdir "$M/$T/ed" && echo old > "$M/$T/ed/t.txt"
-python3 - "$M/$T" > "$WORK/ed.out" 2>&1 <<'PY'
-import os, sys, threading, time
-d = sys.argv[1]
-with open(d + "/ed/sedAb12Cd", "w") as f:
-    f.write("new\n")
-t = threading.Thread(target=os.rename, args=(d + "/ed", d + "/ed2"))
-t.start()
-time.sleep(0.3)  # the rename's save holds the archive for its second
-os.rename(d + "/ed/sedAb12Cd", d + "/ed/t.txt")
-t.join()
-print("saved")
-PY
+printf 'new\n' > "$M/$T/ed/sedAb12Cd"
+while_saving 'os.rename(d + "/ed", d + "/ed2")' 'os.rename(d + "/ed/sedAb12Cd", d + "/ed/t.txt")' > "$WORK/ed.out" 2>&1
 check "a temporary renamed over a file while a rename of its folder is under way: saved under the new name" \
-	eval 'grep -qx saved "$WORK/ed.out" && reads "$T/ed2/t.txt" "new
+	eval 'grep -qx done "$WORK/ed.out" && reads "$T/ed2/t.txt" "new
 " && holds "$T/ed2/t.txt" "new
 " && [ ! -e "$M/$T/ed" ] && ! "$E" ls "$G/$T" | grep -qx ed'
 do_umount "$M"
