@@ -129,8 +129,10 @@ if command -v mount.fuse3 >/dev/null; then
 fi
 "$E" mount -f "$DEMO" "$M" 2>"$WORK/fg.err" &
 fg=$!
-for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
-check "-f serves in the foreground" eval 'mounted "$M" && kill -0 $fg'
+# the kernel's mount is in place before SRC is read: a signal then ends
+# the mount as not ready (exit 71, tested below), so wait for an answer
+for i in $(seq 50); do mounted "$M" && [ -d "$M/texts.res" ] && break; sleep 0.1; done
+check "-f serves in the foreground" eval 'mounted "$M" && [ -d "$M/texts.res" ] && kill -0 $fg'
 kill -TERM $fg; wait $fg; rc=$?
 check "SIGTERM unmounts a foreground mount cleanly" eval '[ $rc -eq 0 ] && ! mounted "$M"'
 # started with no stdin, stdout or stderr (from a service, say): the pipe
