@@ -228,7 +228,7 @@ static int next_request(struct serve_loop *l, struct fuse_buf *buf)
 		int res = fuse_session_receive_buf(l->se, buf);
 		int64_t now;
 
-		if (res != -EAGAIN || !l->spinning)
+		if (res != -EAGAIN || !__atomic_load_n(&l->spinning, __ATOMIC_ACQUIRE))
 			return res;
 		now = monotonic_ns();
 		if (!empty_since) {
@@ -400,26 +400,32 @@ static int may_spin(void)
 	return sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1;
 }
 
+/* Readers may be waiting in a blocking read already: they spin from
+ * their next request on.  Set before the device turns non-blocking, so
+ * that no reader takes its EAGAIN for an error. */
 static void start_spinning(struct serve_loop *l)
 {
 	int fd = fuse_session_fd(l->se), flags;
 
 	if (!l->spin_us || !may_spin())
 		return;
+	__atomic_store_n(&l->spinning, 1, __ATOMIC_RELEASE);
 	flags = fcntl(fd, F_GETFL);
-	if (flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0)
-		l->spinning = 1;
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
 int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*later)(void *ctx), void *ctx)
 {
-	start_spinning(l); /* before any thread reads */
 	pthread_mutex_lock(&l->lock);
 	l->running = 1;
 	pthread_cond_broadcast(&l->handshake);
 	pthread_mutex_unlock(&l->lock);
 	if (meanwhile)
 		meanwhile(ctx);
+	/* not before: a reader spinning on the other CPU would keep the
+	 * program that waits for the first answers from running */
+	start_spinning(l);
 	wait_for_end(l, later, ctx);
 	stop_threads(l);
 	fuse_session_reset(l->se);

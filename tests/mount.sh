@@ -262,6 +262,8 @@ check "-s: the daemon exits" no_daemon "$M"
 if [ "$(nproc)" -gt 1 ]; then
 	do_mount "$DEMO" "$M" -o ro; rc=$?
 	pid=$(daemon_pids "$M")
+	# from when the top directory is built, just after the mount is ready
+	for i in $(seq 20); do [ "$(fuse_fd_mode "$pid")" = nonblocking ] && break; sleep 0.05; done
 	check "spin: the default mount reads the device non-blocking" eval '[ $rc -eq 0 ] && [ "$(fuse_fd_mode "$pid")" = nonblocking ]'
 	# a fresh mount: every name and read goes to the spinning reader
 	( cd "$M" && find . -type f ) | sort > "$WORK/spin.files"
