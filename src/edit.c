@@ -3,6 +3,7 @@
 #include "edit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +17,12 @@ struct edit {
 	pthread_mutex_t lock;      /* the fields below; held only briefly */
 	int fd;                    /* a memory file with the contents */
 	uint64_t size;
+	/* The memory file's own size, size or more: it shrinks only while no
+	 * save maps it (a map's pages past the end fault with SIGBUS, and a
+	 * write of them fails with EFAULT).  Past size it holds zeros. */
+	uint64_t file_size;
+	int maps;                  /* snapshots mapping the memory file now */
+	int writing;               /* writes under way, unlocked */
 	int64_t mtime;
 	int writers;
 	uint64_t version;          /* counts changes of the contents */
@@ -71,6 +78,17 @@ int edit_fd(const struct edit *e)
 	return e->fd;
 }
 
+size_t edit_readable(struct edit *e, uint64_t off, size_t len)
+{
+	pthread_mutex_lock(&e->lock);
+	if (off >= e->size)
+		len = 0;
+	else if (len > e->size - off)
+		len = (size_t)(e->size - off);
+	pthread_mutex_unlock(&e->lock);
+	return len;
+}
+
 static int write_at(int fd, const void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
@@ -87,24 +105,37 @@ static int write_at(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-int edit_load(struct edit *e, const void *data, size_t len, uint64_t off)
+/* Writes len bytes at off, unlocked, and returns with the lock held.
+ * Counted meanwhile: the end of a save's map must not cut them away. */
+static int write_locked_after(struct edit *e, const void *buf, size_t len, uint64_t off)
 {
-	int rc = write_at(e->fd, data, len, off);
+	int rc;
 
 	pthread_mutex_lock(&e->lock);
+	e->writing++;
+	pthread_mutex_unlock(&e->lock);
+	rc = write_at(e->fd, buf, len, off);
+	pthread_mutex_lock(&e->lock);
+	e->writing--;
 	if (rc == 0 && off + len > e->size)
 		e->size = off + len;
+	if (rc == 0 && off + len > e->file_size)
+		e->file_size = off + len;
+	return rc;
+}
+
+int edit_load(struct edit *e, const void *data, size_t len, uint64_t off)
+{
+	int rc = write_locked_after(e, data, len, off);
+
 	pthread_mutex_unlock(&e->lock);
 	return rc;
 }
 
 int edit_write(struct edit *e, const void *buf, size_t len, uint64_t off)
 {
-	int rc = write_at(e->fd, buf, len, off);
+	int rc = write_locked_after(e, buf, len, off);
 
-	pthread_mutex_lock(&e->lock);
-	if (rc == 0 && off + len > e->size)
-		e->size = off + len;
 	e->version++;
 	e->sticky = 0;
 	e->mtime = time(NULL);
@@ -112,11 +143,47 @@ int edit_write(struct edit *e, const void *buf, size_t len, uint64_t off)
 	return rc;
 }
 
+/* Zeros from off to the memory file's end, which stays where it is. */
+static int zero_tail(struct edit *e, uint64_t off)
+{
+	static const char zeros[65536];
+
+	if (off >= e->file_size)
+		return 0;
+	if (fallocate(e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+		      (off_t)(e->file_size - off)) == 0)
+		return 0;
+	for (uint64_t at = off; at < e->file_size; at += sizeof zeros) {
+		size_t n = e->file_size - at < sizeof zeros ? (size_t)(e->file_size - at) : sizeof zeros;
+		int rc = write_at(e->fd, zeros, n, at);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The memory file cut or grown to size (the lock held): cut only where
+ * no save maps it, else zeroed past size. */
+static int resize(struct edit *e, uint64_t size)
+{
+	if (size < e->file_size && e->maps > 0)
+		return zero_tail(e, size);
+	if (size != e->file_size) {
+		if (ftruncate(e->fd, (off_t)size) < 0)
+			return -errno;
+		e->file_size = size;
+	}
+	return 0;
+}
+
 int edit_truncate(struct edit *e, uint64_t size)
 {
-	int rc = ftruncate(e->fd, (off_t)size) < 0 ? -errno : 0;
+	int rc;
 
 	pthread_mutex_lock(&e->lock);
+	/* what lies between the old end and the new is zeros already */
+	rc = size < e->size || size > e->file_size ? resize(e, size) : 0;
 	if (rc == 0)
 		e->size = size;
 	e->version++;
@@ -222,6 +289,17 @@ int edit_idle(struct edit *e)
 	return idle;
 }
 
+/* A snapshot's map is gone: the last one cuts the zeros a truncate left,
+ * unless a write under way may have put its bytes there.  Else they stay
+ * for the next truncate or save: reads end at size all the same. */
+static void unmapped(struct edit *e)
+{
+	pthread_mutex_lock(&e->lock);
+	if (--e->maps == 0 && !e->writing && e->file_size > e->size)
+		resize(e, e->size);
+	pthread_mutex_unlock(&e->lock);
+}
+
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s)
 {
 	int rc = 0;
@@ -237,6 +315,8 @@ int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s)
 		rc = 1;
 	else if (e->version + 1 == e->failed)
 		rc = -e->error;
+	if (rc >= 0 && s->len)
+		e->maps++; /* the memory file keeps its size from now on */
 	pthread_mutex_unlock(&e->lock);
 	if (rc >= 0 && s->len) {
 		/* writes may go on meanwhile: they make a newer version */
@@ -244,6 +324,7 @@ int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s)
 		if (s->map == MAP_FAILED) {
 			s->map = NULL;
 			rc = -errno;
+			unmapped(e);
 		} else {
 			s->data = s->map;
 		}
@@ -285,8 +366,10 @@ void edit_failed(struct edit *e, const struct edit_snapshot *s, int err, char *m
 
 void edit_snapshot_end(struct edit *e, struct edit_snapshot *s)
 {
-	if (s->map)
+	if (s->map) {
 		munmap(s->map, s->len);
+		unmapped(e);
+	}
 	s->map = NULL;
 	pthread_mutex_unlock(&e->save_lock);
 }

@@ -30,8 +30,11 @@ struct edit *edit_new(int64_t mtime);
 void edit_ref(struct edit *e);
 void edit_unref(struct edit *e);
 
-/* The memory file, for reads (spliced) and nothing else. */
+/* The memory file, for reads (spliced) and nothing else: of len bytes
+ * at off, edit_readable of them (it may be longer than the contents, by
+ * zeros a save still maps). */
 int edit_fd(const struct edit *e);
+size_t edit_readable(struct edit *e, uint64_t off, size_t len);
 
 /* Contents as they are now, not a change (e.g. the entry's bytes when it
  * is opened for writing).  Returns 0 or -errno. */

@@ -1128,7 +1128,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	n = inode_node(fs->inodes, in);
 	e = fs_handle_edit(fs, in, h);
 	if (e && (!n || fs_edit_shows(fs, e, n)))
-		reply_fd(req, edit_fd(e), (uint64_t)off, size);
+		reply_fd(req, edit_fd(e), (uint64_t)off, edit_readable(e, (uint64_t)off, size));
 	else if (!n || __atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE))
 		read_gone(req, h, size, off); /* also renamed over: the old bytes */
 	else if (n->kind == NODE_VIEW && h && h->bytes && same_source(n, &h->id))

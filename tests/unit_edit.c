@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 
 #include <string.h>
+#include <unistd.h>
 
 #include "edit.h"
 
@@ -102,5 +103,40 @@ Test(edit, a_save_without_a_source_keeps_no_text)
 
 	cr_assert_eq(edit_shows(e, &as_saved), 0);
 	cr_assert(edit_idle(e));
+	edit_unref(e);
+}
+
+/* A truncate while a save holds a snapshot: the snapshot's bytes stay
+ * readable (its map would fault with SIGBUS past a shorter memory file),
+ * and the contents are what the truncate and later writes left. */
+Test(edit, a_truncate_during_a_save_keeps_the_snapshot_readable)
+{
+	struct edit *e = edit_new(50);
+	struct edit_snapshot s;
+	char big[65536], got[8];
+	struct stat st;
+	size_t same = 0;
+
+	cr_assert_not_null(e);
+	memset(big, 'N', sizeof big);
+	cr_assert_eq(edit_write(e, big, sizeof big, 0), 0);
+	cr_assert_eq(edit_snapshot_begin(e, &s), 0);
+	cr_assert_eq(edit_truncate(e, 0), 0);
+	cr_assert_eq(edit_write(e, "ab", 2, 4), 0, "a write past the end of a truncated file");
+	edit_stat(e, &st);
+	cr_assert_eq(st.st_size, 6);
+	cr_assert_eq(edit_readable(e, 0, 100), 6, "reads end at the contents, not at the memory file");
+	cr_assert_eq(edit_readable(e, 6, 100), 0);
+	cr_assert_eq(pread(edit_fd(e), got, 6, 0), 6);
+	cr_assert_eq(memcmp(got, "\0\0\0\0ab", 6), 0, "the gap reads as zeros");
+	for (size_t i = 0; i < s.len; i++)
+		same += s.data[i] == 'N' || s.data[i] == 0 || s.data[i] == 'a' || s.data[i] == 'b';
+	cr_assert_eq(same, s.len, "every byte of the snapshot is readable");
+	edit_saved(e, &s, NULL, NULL);
+	edit_snapshot_end(e, &s);
+	cr_assert_eq(lseek(edit_fd(e), 0, SEEK_END), 6, "the memory file is cut once no save maps it");
+	cr_assert_eq(edit_truncate(e, 10), 0);
+	cr_assert_eq(pread(edit_fd(e), got, 8, 2), 8);
+	cr_assert_eq(memcmp(got, "\0\0ab\0\0\0\0", 8), 0, "a file grown by truncate reads zeros");
 	edit_unref(e);
 }

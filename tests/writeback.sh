@@ -526,6 +526,17 @@ check "a temporary renamed over a file while a rename of its folder is under way
 	eval 'grep -qx done "$WORK/ed.out" && reads "$T/ed2/t.txt" "new
 " && holds "$T/ed2/t.txt" "new
 " && [ ! -e "$M/$T/ed" ] && ! "$E" ls "$G/$T" | grep -qx ed'
+# a truncate while the file's save is under way: the save maps the
+# contents, which the truncate must not pull away (EFAULT in the save's
+# write, SIGBUS where a nested archive is rebuilt)
+for where in "$T" "$Q"; do
+	printf 'old\n' > "$M/$where/big.dat"
+	T=$where while_saving 'f = open(d + "/big.dat", "wb"); f.write(b"N" * 262144); f.close()' \
+		'os.truncate(d + "/big.dat", 0)' > "$WORK/trunc.out" 2>&1
+	check "a truncate during the save of $where/big.dat: both succeed, the daemon up, the file empty" \
+		eval 'grep -qx done "$WORK/trunc.out" && mounted "$M" && [ -f "$M/$where/big.dat" ] && [ ! -s "$M/$where/big.dat" ] && soon holds "$where/big.dat" "" && clean "${where%%/*}"'
+	rm -f "$M/$where/big.dat"
+done
 do_umount "$M"
 do_mount "$G" "$M" -o ro
 check "mkdir in an archive of a read-only mount: Read-only file system" fails_with "Read-only" mkdir "$M/$T/ro"
