@@ -348,6 +348,17 @@ static int made_in(struct fs *fs, struct inode *pin, struct tree_node *n)
 	return has;
 }
 
+/* Whether name in folder pin is a temporary kept in memory (fs_create). */
+static int is_scratch(struct fs *fs, struct inode *pin, const char *name)
+{
+	struct inode *in = inodes_find_ref(fs->inodes, pin, name);
+	int scratch = in && in->scratch;
+
+	if (in)
+		inode_unref(fs->inodes, in);
+	return scratch;
+}
+
 static void revert_view(struct fs *fs, struct inode *pin, const char *name)
 {
 	struct inode *in = inodes_find_ref(fs->inodes, pin, name);
@@ -406,7 +417,7 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fuse_req_userdata(req);
-	struct inode *pin = fs_inode(fs, parent), *in;
+	struct inode *pin = fs_inode(fs, parent);
 	struct tree_node *pn, *n = NULL;
 	int rc = 0, err = 0, tries = 0;
 
@@ -419,7 +430,7 @@ again:
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
-	if (!n && (in = inodes_find(fs->inodes, pin, name)) && in->scratch)
+	if (!n && is_scratch(fs, pin, name))
 		revert_view(fs, pin, name); /* a temporary: forgotten */
 	else if (!n)
 		rc = -(pn ? err : ENOENT);
@@ -627,7 +638,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent), *npin = fs_inode(fs, newparent), *in, *unit = NULL;
-	struct inode *from_unit = NULL, *nanchor = NULL, *there, *made;
+	struct inode *from_unit = NULL, *nanchor = NULL, *there, *made, *held;
 	GString *npath;
 	struct tree_node *pn, *npn, *n, *target;
 	struct res_error err = { 0 };
@@ -652,17 +663,23 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	tree_read_lock(fs->tree);
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &e) : NULL;
-	in = inodes_find(fs->inodes, pin, n ? n->name : name);
+	/* held: another save's reload may move the name on meanwhile, and
+	 * the kernel then forget the inode it found */
+	in = held = inodes_find_ref(fs->inodes, pin, n ? n->name : name);
 	made = n || (in && in->scratch) ? NULL : fs_made_find(fs, pin, name);
 	tree_read_unlock(fs->tree);
 	if (!n && in && in->scratch) {
-		fuse_reply_err(req, -rename_scratch(fs, in, npin, newname));
+		rc = rename_scratch(fs, in, npin, newname);
+		inode_unref(fs->inodes, held);
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	if (made) {
 		rc = fs_made_rename(fs, made, npin, newname, flags);
 		if (rc <= 0) {
 			inode_unref(fs->inodes, made);
+			if (held)
+				inode_unref(fs->inodes, held);
 			fuse_reply_err(req, -rc);
 			return;
 		}
@@ -773,6 +790,8 @@ plan_again:
 		inode_unref(fs->inodes, there);
 	if (made)
 		inode_unref(fs->inodes, made);
+	if (held)
+		inode_unref(fs->inodes, held);
 	g_string_free(npath, TRUE);
 	fuse_reply_err(req, -rc);
 }

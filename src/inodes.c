@@ -146,27 +146,17 @@ struct tree_node *inode_node(struct inodes *s, struct inode *in)
 	return n;
 }
 
-static struct inode *find(struct inodes *s, struct inode *parent, const char *name, int ref)
+struct inode *inodes_find_ref(struct inodes *s, struct inode *parent, const char *name)
 {
 	struct inode key = { .parent = parent, .name = (char *)name };
 	struct inode *in;
 
 	pthread_mutex_lock(&s->lock);
 	in = g_hash_table_lookup(s->by_name, &key);
-	if (in && ref)
+	if (in)
 		in->refs++;
 	pthread_mutex_unlock(&s->lock);
 	return in;
-}
-
-struct inode *inodes_find(struct inodes *s, struct inode *parent, const char *name)
-{
-	return find(s, parent, name, 0);
-}
-
-struct inode *inodes_find_ref(struct inodes *s, struct inode *parent, const char *name)
-{
-	return find(s, parent, name, 1);
 }
 
 struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_node *node)

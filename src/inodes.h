@@ -69,15 +69,13 @@ void inode_opened(struct inodes *s, struct inode *in, const struct stat *st);
 void inode_closed(struct inodes *s, struct inode *in);
 int inode_opened_stat(struct inodes *s, struct inode *in, struct stat *st);
 
-/* One more kernel reference to an inode found by inodes_find. */
+/* One more kernel reference to an inode (a lookup's answer). */
 void inodes_count_lookup(struct inodes *s, struct inode *in);
 
-/* The inode known for parent/name, not counted; NULL if none.  Valid
- * only while something else holds it: the kernel, during a request on
- * that very name (the source of a rename, the victim of an unlink). */
-struct inode *inodes_find(struct inodes *s, struct inode *parent, const char *name);
-/* The same with a reference the caller drops (inode_unref): for a name
- * the kernel may have forgotten meanwhile. */
+/* The inode known for parent/name, with a reference the caller drops
+ * (inode_unref); NULL if none.  Not the kernel's for a request's name:
+ * another save's reload may have moved the name on, and the kernel then
+ * forget the inode found. */
 struct inode *inodes_find_ref(struct inodes *s, struct inode *parent, const char *name);
 
 /* The kernel drops n references. */
