@@ -82,6 +82,15 @@ def parse(data, ids):
     return None
 
 
+def write_once(path, flags, data):
+    """One write() of data through a descriptor opened with flags."""
+    fd = os.open(path, flags, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
 def describe(data, B):
     out = []
     for k in range(len(data) // B):
@@ -233,11 +242,7 @@ class Run:
 
     def w_whole(self, r, path, kind='W'):
         data, i = self.ids.new(kind)
-        fd = os.open(self.p(path), os.O_WRONLY | os.O_CREAT | self.trunc_flag, 0o644)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        write_once(self.p(path), os.O_WRONLY | os.O_CREAT | self.trunc_flag, data)
         return i
 
     def op_write(self, r, tid):
@@ -248,11 +253,7 @@ class Run:
         path = self.rand_file(r)
         data, i = self.ids.new('A')
         fl = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if r.random() < 0.5 else 0)
-        fd = os.open(self.p(path), fl, 0o644)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        write_once(self.p(path), fl, data)
         return path, i
 
     def op_truncate(self, r, tid):
@@ -369,20 +370,26 @@ class Run:
                 pass
         return target, i
 
-    def op_slow(self, r, tid):
-        path = self.rand_file(r)
+    def slow_write(self, r, path, pause, after_sync):
+        """A block, a pause (a save may come), maybe an fsync, then a second
+        block after it through the same descriptor."""
         d1, i1 = self.ids.new('W')
         d2, i2 = self.ids.new('A')
         fd = os.open(self.p(path), os.O_WRONLY | os.O_CREAT | self.trunc_flag, 0o644)
         try:
             os.write(fd, d1)
-            time.sleep(r.random() * 0.3)
+            time.sleep(r.random() * pause)
             if r.random() < 0.5:
                 os.fsync(fd)
-                time.sleep(r.random() * 0.1)
+                time.sleep(r.random() * after_sync)
             os.pwrite(fd, d2, self.B)
         finally:
             os.close(fd)
+        return d1, i1, d2, i2
+
+    def op_slow(self, r, tid):
+        path = self.rand_file(r)
+        d1, i1, d2, i2 = self.slow_write(r, path, 0.3, 0.1)
         return path, i1, i2
 
     def op_walk(self, r, tid):
@@ -420,20 +427,12 @@ class Run:
             os.mkdir(self.p('t%d/s' % tid))
         if kind == 'write':
             data, i = self.ids.new('W')
-            fd = os.open(self.p(path), os.O_WRONLY | os.O_CREAT | self.trunc_flag, 0o644)
-            try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
+            write_once(self.p(path), os.O_WRONLY | os.O_CREAT | self.trunc_flag, data)
             model[path] = data if self.trunc_flag else data + model.get(path, b'')[self.B:]
             res = i
         elif kind == 'append':
             data, i = self.ids.new('A')
-            fd = os.open(self.p(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
+            write_once(self.p(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, data)
             model[path] = model.get(path, b'') + data
             res = i
         elif kind == 'trunc':
@@ -466,17 +465,7 @@ class Run:
             model[path] = data
             res = i
         elif kind == 'slow':
-            d1, i1 = self.ids.new('W')
-            d2, i2 = self.ids.new('A')
-            fd = os.open(self.p(path), os.O_WRONLY | os.O_CREAT | self.trunc_flag, 0o644)
-            try:
-                os.write(fd, d1)
-                time.sleep(r.random() * 0.2)
-                if r.random() < 0.5:
-                    os.fsync(fd)
-                os.pwrite(fd, d2, self.B)
-            finally:
-                os.close(fd)
+            d1, i1, d2, i2 = self.slow_write(r, path, 0.2, 0)
             model[path] = d1 + d2 if self.trunc_flag else d1 + d2 + model.get(path, b'')[2 * self.B:]
             res = (i1, i2)
         # exact check
