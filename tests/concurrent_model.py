@@ -529,6 +529,8 @@ class Run:
     def watchdog(self):
         while not self.stop.is_set():
             time.sleep(1)
+            if self.stop.is_set():
+                return  # the run is over: the daemon may be unmounted
             now = time.time()
             for tid, v in list(self.inflight.items()):
                 if v and now - v[0] > 30:
