@@ -596,6 +596,7 @@ class Run:
             t.join(45)
             if t.is_alive():
                 self.bug('worker did not finish (hang)')
+        wd.join(5)  # before the unmount, which it would take for a death
         alive = self.daemon.poll() is None
         if alive and not any('HANG' in b or 'ENOTCONN' in b for b in self.bugs):
             try:
