@@ -15,6 +15,7 @@ struct inodes {
 	struct inode root;
 	pthread_mutex_t lock;
 	GHashTable *by_name;   /* set of struct inode *, keyed by parent and name */
+	GHashTable *gone;     /* unlinked inodes the kernel or a holder still has */
 	uint64_t count;
 	void (*edit_free)(struct edit *e);
 };
@@ -44,6 +45,7 @@ struct inodes *inodes_new(struct tree *t)
 	s->root.generation = UINT64_MAX;
 	pthread_mutex_init(&s->lock, NULL);
 	s->by_name = g_hash_table_new(inode_hash, inode_equal);
+	s->gone = g_hash_table_new(NULL, NULL);
 	return s;
 }
 
@@ -73,12 +75,16 @@ void inodes_free(struct inodes *s)
 	g_hash_table_iter_init(&it, s->by_name);
 	while (g_hash_table_iter_next(&it, &key, NULL))
 		g_ptr_array_add(all, key);
+	g_hash_table_iter_init(&it, s->gone);
+	while (g_hash_table_iter_next(&it, &key, NULL))
+		g_ptr_array_add(all, key);
 	for (guint i = 0; i < all->len; i++)
 		inode_destroy(s, all->pdata[i]);
 	g_ptr_array_unref(all);
 	if (s->root.edit && s->edit_free)
 		s->edit_free(s->root.edit);
 	g_hash_table_destroy(s->by_name);
+	g_hash_table_destroy(s->gone);
 	pthread_mutex_destroy(&s->lock);
 	g_free(s->root.name);
 	g_free(s);
@@ -96,8 +102,7 @@ static void unref_locked(struct inodes *s, struct inode *in)
 	while (in && in != &s->root && --in->refs == 0) {
 		struct inode *parent = in->parent;
 
-		if (!in->unlinked)
-			g_hash_table_remove(s->by_name, in);
+		g_hash_table_remove(in->unlinked ? s->gone : s->by_name, in);
 		s->count--;
 		inode_destroy(s, in);
 		in = parent;
@@ -273,6 +278,7 @@ void inodes_forget(struct inodes *s, struct inode *in, uint64_t n)
 static void unlink_locked(struct inodes *s, struct inode *in)
 {
 	g_hash_table_remove(s->by_name, in);
+	g_hash_table_add(s->gone, in);
 	__atomic_store_n(&in->unlinked, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&in->node, NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&in->generation, tree_generation(s->tree), __ATOMIC_RELEASE);
@@ -309,8 +315,7 @@ void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, c
 		unlink_locked(s, there);
 		__atomic_store_n(&there->replaced, 1, __ATOMIC_RELEASE);
 	}
-	if (!in->unlinked)
-		g_hash_table_remove(s->by_name, in);
+	g_hash_table_remove(in->unlinked ? s->gone : s->by_name, in);
 	old_parent = in->parent;
 	new_parent->refs++;
 	in->parent = new_parent;
