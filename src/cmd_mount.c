@@ -589,6 +589,8 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 out:
 	serve_loop_free(loop);
 	end_mounting(&g);
+	if (fs.inodes)
+		fs_end_opens(&fs); /* saves may convert views: before they go */
 	if (made) {
 		remove_made(m->mnt, made);
 		g_free(made);

@@ -136,6 +136,7 @@ void fs_init_state(struct fs *fs)
 	inodes_set_edit_free(fs->inodes, edit_unref);
 	pthread_mutex_init(&fs->edits_lock, NULL);
 	pthread_mutex_init(&fs->gates_lock, NULL);
+	pthread_mutex_init(&fs->opens_lock, NULL);
 	fs->gates = g_hash_table_new(g_str_hash, g_str_equal);
 	fs_made_init(fs);
 }
@@ -154,15 +155,34 @@ void fs_start(struct fs *fs, struct fuse_session *se)
 	tree_before_wait(fs->tree, serve_will_block);
 }
 
-void fs_stop(struct fs *fs)
+/* Opens whose release never came: the kernel drops the releases still
+ * queued when the mount goes, and a signal ends the loop before those it
+ * had not read.  What they wrote is saved now, as their release would
+ * have.  The session is gone: no notice goes out any more. */
+void fs_end_opens(struct fs *fs)
 {
+	unsigned writing = 0;
+
 	worker_free(fs->notifier);
 	fs->notifier = NULL;
+	fs->se = NULL;
+	for (struct handle *h = fs->opens; h; h = h->next)
+		writing += h->edit || h->fd >= 0;
+	if (writing)
+		log_msg(LOG_NOTICE, "saving %u file(s) still open for writing at unmount", writing);
+	while (fs->opens)
+		fs_handle_free(fs, fs->opens);
+}
+
+void fs_stop(struct fs *fs)
+{
+	fs_end_opens(fs);
 	inodes_free(fs->inodes);
 	fs->inodes = NULL;
 	fs_made_free(fs);
 	pthread_mutex_destroy(&fs->edits_lock);
 	pthread_mutex_destroy(&fs->gates_lock);
+	pthread_mutex_destroy(&fs->opens_lock);
 	g_hash_table_destroy(fs->gates);
 }
 
@@ -672,11 +692,41 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* ---- opening ------------------------------------------------------------ */
 
+struct handle *fs_new_handle(struct fs *fs, struct inode *in)
+{
+	struct handle *h = g_new0(struct handle, 1);
+
+	h->inode = in;
+	h->fd = -1;
+	if (in)
+		inode_ref(fs->inodes, in);
+	pthread_mutex_lock(&fs->opens_lock);
+	h->next = fs->opens;
+	if (h->next)
+		h->next->prev = h;
+	fs->opens = h;
+	pthread_mutex_unlock(&fs->opens_lock);
+	return h;
+}
+
+static void forget_open(struct fs *fs, struct handle *h)
+{
+	pthread_mutex_lock(&fs->opens_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		fs->opens = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->opens_lock);
+}
+
 /* Ends an open: saves what was written, lets go of what it held. */
 void fs_handle_free(struct fs *fs, struct handle *h)
 {
 	if (!h)
 		return;
+	forget_open(fs, h);
 	if (h->edit || h->fd >= 0)
 		serve_will_block(); /* a save */
 	if (h->edit)
@@ -712,8 +762,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (in == &status_inode) {
-		h = g_new0(struct handle, 1);
-		h->fd = -1;
+		h = fs_new_handle(fs, NULL);
 		h->status = 1;
 		fi->fh = (uint64_t)(uintptr_t)h;
 		fi->direct_io = 1;
@@ -755,9 +804,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_open_write(req, fs, in, n, fi); /* replies, unlocks */
 		return;
 	}
-	h = g_new0(struct handle, 1);
-	h->inode = in;
-	h->fd = -1;
+	h = fs_new_handle(fs, in);
 	stat_inode(fs, in, n, &h->st);
 	/* Opened in a replacement's place (entries and views, whose bytes
 	 * the handle keeps): the inode's pages and size may still be those
@@ -786,7 +833,6 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		h->bytes = view_cache_get(fs->views, fs->tree, n, &err);
 		node_identity(n, &h->id);
 	}
-	inode_ref(fs->inodes, in);
 	/* a loose file (or a view of one) may have changed since its pages
 	 * were read */
 	fi->keep_cache = !in->replaced && !loose(n);

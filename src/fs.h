@@ -43,6 +43,10 @@ struct fs {
 	 * fs_names.c): a made folder is not renamed meanwhile, or the save
 	 * would make the folder again under its old name */
 	int made_plans;
+	/* Every open the kernel was given, until its release: an unmount
+	 * drops the releases still queued, whose saves fs_end_opens runs */
+	pthread_mutex_t opens_lock;
+	struct handle *opens;
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;
@@ -80,6 +84,7 @@ struct handle {
 	int read_open;             /* counted by inode_opened, until release */
 	int own_bytes;             /* opened in a replacement's place: reads give
 				    * the bytes kept above, past the page cache */
+	struct handle *prev, *next; /* fs->opens */
 };
 
 /* Under ThreadSanitizer, what was done before a reply is ordered before
@@ -215,8 +220,13 @@ void fs_edit_pin(struct fs *fs, struct inode *in);
 /* in's edit, or the one h writes to when in has none (removed while
  * open), with a reference; NULL if neither. */
 struct edit *fs_handle_edit(struct fs *fs, struct inode *in, const struct handle *h);
+/* An open file of in (holding a reference to it; NULL: the status file),
+ * on fs's list of opens until fs_handle_free. */
+struct handle *fs_new_handle(struct fs *fs, struct inode *in);
 /* Ends an open file: saves what it left (fs_release_edit), closes. */
 void fs_handle_free(struct fs *fs, struct handle *h);
+/* After the session ended: ends the opens whose release never came. */
+void fs_end_opens(struct fs *fs);
 /* An open of an editor's temporary (fs_names.c). */
 void fs_open_scratch(fuse_req_t req, struct fs *fs, struct inode *in, struct fuse_file_info *fi);
 /* After writes to a loose file through h: its folder read again. */

@@ -508,16 +508,6 @@ int fs_may_change(struct fs *fs, struct tree_node *n)
 	return 0;
 }
 
-struct handle *fs_new_handle(struct fs *fs, struct inode *in)
-{
-	struct handle *h = g_new0(struct handle, 1);
-
-	h->inode = in;
-	h->fd = -1;
-	inode_ref(fs->inodes, in);
-	return h;
-}
-
 /* A loose file of the folder, opened as asked. */
 static int open_plain(struct fs *fs, struct tree_node *n, int flags)
 {

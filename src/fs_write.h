@@ -55,7 +55,4 @@ enum { FS_PLAN_TRIES = 8 };
 /* 0 when the mount may change n, else -EROFS or -EACCES.  Read lock. */
 int fs_may_change(struct fs *fs, struct tree_node *n);
 
-/* An open file of in (holding a reference to it). */
-struct handle *fs_new_handle(struct fs *fs, struct inode *in);
-
 #endif
