@@ -589,16 +589,14 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 out:
 	serve_loop_free(loop);
 	end_mounting(&g);
-	if (fs.inodes)
-		fs_end_opens(&fs); /* saves may convert views: before they go */
 	if (made) {
 		remove_made(m->mnt, made);
 		g_free(made);
 	}
+	if (fs.inodes)
+		fs_stop(&fs); /* saves what opens left, which may convert views */
 	view_cache_free(fs.views); /* its read-ahead thread uses the tree */
 	fs.views = NULL;
-	if (fs.inodes)
-		fs_stop(&fs);
 	tree_free(fs.tree);
 	return status;
 }

@@ -159,7 +159,7 @@ void fs_start(struct fs *fs, struct fuse_session *se)
  * queued when the mount goes, and a signal ends the loop before those it
  * had not read.  What they wrote is saved now, as their release would
  * have.  The session is gone: no notice goes out any more. */
-void fs_end_opens(struct fs *fs)
+static void end_opens(struct fs *fs)
 {
 	unsigned writing = 0;
 
@@ -174,9 +174,11 @@ void fs_end_opens(struct fs *fs)
 		fs_handle_free(fs, fs->opens);
 }
 
+/* After the session ended: ends the opens left, then what fs_init_state
+ * set up. */
 void fs_stop(struct fs *fs)
 {
-	fs_end_opens(fs);
+	end_opens(fs);
 	inodes_free(fs->inodes);
 	fs->inodes = NULL;
 	fs_made_free(fs);

@@ -44,7 +44,7 @@ struct fs {
 	 * would make the folder again under its old name */
 	int made_plans;
 	/* Every open the kernel was given, until its release: an unmount
-	 * drops the releases still queued, whose saves fs_end_opens runs */
+	 * drops the releases still queued, whose saves fs_stop runs */
 	pthread_mutex_t opens_lock;
 	struct handle *opens;
 };
@@ -225,8 +225,6 @@ struct edit *fs_handle_edit(struct fs *fs, struct inode *in, const struct handle
 struct handle *fs_new_handle(struct fs *fs, struct inode *in);
 /* Ends an open file: saves what it left (fs_release_edit), closes. */
 void fs_handle_free(struct fs *fs, struct handle *h);
-/* After the session ended: ends the opens whose release never came. */
-void fs_end_opens(struct fs *fs);
 /* An open of an editor's temporary (fs_names.c). */
 void fs_open_scratch(fuse_req_t req, struct fs *fs, struct inode *in, struct fuse_file_info *fi);
 /* After writes to a loose file through h: its folder read again. */
