@@ -436,6 +436,8 @@ static void end_mounting(struct mounting *g)
 {
 	if (g->mounted)
 		fuse_session_unmount(g->se);
+	/* the notices still queued name the session: out before it goes */
+	fs_end_notices(g->fs);
 	if (g->handlers)
 		fuse_remove_signal_handlers(g->se);
 	if (g->se)

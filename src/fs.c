@@ -155,19 +155,23 @@ void fs_start(struct fs *fs, struct fuse_session *se)
 	tree_before_wait(fs->tree, serve_will_block);
 }
 
+void fs_end_notices(struct fs *fs)
+{
+	worker_free(fs->notifier); /* sends what is queued: it fails at once */
+	fs->notifier = NULL;
+	fs->se = NULL;
+}
+
 /* Opens whose release never came: the kernel drops the releases still
  * queued when the mount goes, and a signal ends the loop before those it
  * had not read.  What they wrote is saved now, as their release would
- * have.  The session is gone: no notice goes out any more. */
+ * have. */
 static void end_opens(struct fs *fs)
 {
 	unsigned writing = 0;
 
-	worker_free(fs->notifier);
-	fs->notifier = NULL;
-	fs->se = NULL;
 	for (struct handle *h = fs->opens; h; h = h->next)
-		writing += h->edit || h->fd >= 0;
+		writing += h->edit && !h->inode->scratch; /* a temporary stays unsaved */
 	if (writing)
 		log_msg(LOG_NOTICE, "saving %u file(s) still open for writing at unmount", writing);
 	while (fs->opens)
@@ -178,6 +182,7 @@ static void end_opens(struct fs *fs)
  * set up. */
 void fs_stop(struct fs *fs)
 {
+	fs_end_notices(fs);
 	end_opens(fs);
 	inodes_free(fs->inodes);
 	fs->inodes = NULL;

@@ -58,6 +58,10 @@ void fs_start(struct fs *fs, struct fuse_session *se);
 /* What fs_start gives the view cache to call before a wait (the test
  * hook in cmd_mount.c wraps it). */
 void fs_before_view_wait(int converting);
+/* Once the kernel's connection is gone (unmounted), before the session
+ * is destroyed: sends the notices still queued, which fail at once, and
+ * no more after. */
+void fs_end_notices(struct fs *fs);
 void fs_stop(struct fs *fs);
 
 /* ---- shared by fs.c, fs_write.c and fs_names.c --------------------------- */

@@ -1,7 +1,9 @@
 /* The FUSE glue, write side: files opened for writing inside archives
  * (entries and editable views: INI, game texts) get an edit (edit.h),
- * saved into the archive on fsync and on close (writeback.h), never at
- * unmount; loose files of the game folder are written directly.
+ * saved into the archive on fsync and on close (writeback.h), or when
+ * the mount ends while the file is still open, as its release would
+ * have; an edit no open holds (a failed save's text) is never saved at
+ * unmount.  Loose files of the game folder are written directly.
  *
  * A save that fails (an INI that does not parse, a full disk) returns the
  * error to fsync/close, logs one line, and keeps the edit with its text:
