@@ -846,15 +846,18 @@ static struct pkey *pkey_new(struct parser *p, const GString *name, int marker)
 	return k;
 }
 
-/* Files one key line: a new key, or one more value of a key seen before. */
-static int add_value(struct parser *p, const GString *name, int marker, GString *value,
-		     int quoted)
+static struct pkey *find_key(const struct psec *s, const GString *name)
 {
 	GBytes *lookup = g_bytes_new_static(name->str, name->len);
-	struct pkey *k = g_hash_table_lookup(p->cur->by_name, lookup);
-	struct elem e = { value, p->line, quoted };
+	struct pkey *k = g_hash_table_lookup(s->by_name, lookup);
 
 	g_bytes_unref(lookup);
+	return k;
+}
+
+/* Whether one more line of key name (k if seen before) may be filed. */
+static int check_value(struct parser *p, const struct pkey *k, const GString *name, int marker)
+{
 	if (k && (k->empty_type >= 0 || marker >= 0))
 		return fail_line(p, EINVAL,
 				 "\"%s\" is also at line %u: an empty array (name[type]=) must be its only line",
@@ -864,6 +867,22 @@ static int add_value(struct parser *p, const GString *name, int marker, GString 
 	if (k && k->elems->len >= REG_MAX_LEN)
 		return fail_line(p, ERANGE, "\"%s\" has more than %u values",
 				 reg_msg_name(name->str, name->len, (char[REG_MSG_NAME]){ 0 }), REG_MAX_LEN);
+	return 0;
+}
+
+/* Files one key line: a new key, or one more value of a key seen before.
+ * Takes value, whether it files it or refuses the line. */
+static int add_value(struct parser *p, const GString *name, int marker, GString *value,
+		     int quoted)
+{
+	struct pkey *k = find_key(p->cur, name);
+	struct elem e = { value, p->line, quoted };
+	int rc = check_value(p, k, name, marker);
+
+	if (rc < 0) {
+		g_string_free(value, TRUE);
+		return rc;
+	}
 	if (!k)
 		k = pkey_new(p, name, marker);
 	else
@@ -871,7 +890,7 @@ static int add_value(struct parser *p, const GString *name, int marker, GString 
 	if (marker < 0)
 		g_array_append_val(k->elems, e);
 	else
-		g_string_free(value, TRUE);
+		g_string_free(value, TRUE); /* name[type]= has no value */
 	return 0;
 }
 
@@ -941,7 +960,7 @@ static int key_line(struct parser *p, const char *s, const char *end)
 			       type_word[marker]);
 	if (rc == 0) {
 		rc = add_value(p, name, marker, value, quoted);
-		value = NULL; /* add_value took it */
+		value = NULL; /* add_value took it, even when it refused the line */
 	}
 	g_string_free(name, TRUE);
 	if (value)
