@@ -545,10 +545,11 @@ Test(mob, malformed)
 	/* every prefix but the one that ends between the two top-level nodes */
 	for (size_t n = 0; n < b->len; n++) {
 		struct format_error err = { 0 };
-		GString *out = g_string_new(NULL);
+		GString *out;
 
 		if (n == root_end)
 			continue;
+		out = g_string_new(NULL);
 		cr_assert_eq(run(mob_to_text, b->data, n, out, &err), -1, "a %zu-byte prefix was accepted", n);
 		cr_assert_eq(err.code, EINVAL);
 		cr_assert_eq(out->len, 0, "output left by a refused input");
