@@ -37,6 +37,7 @@ struct serve_loop {
 	int last_quick;        /* no request was handed to another thread since
 				* the last quick one: readers may spin */
 	GArray *threads;       /* pthread_t, every thread started */
+	pthread_t first;       /* the thread that mounts */
 	cpu_set_t cpus;        /* where threads may run (the caller's mask) */
 	int placed;            /* the first thread runs on other CPUs until the
 				* loop runs: so do threads it starts, at first */
@@ -399,6 +400,8 @@ struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setu
 	l->placed = place_elsewhere(l, &attr);
 	pthread_mutex_lock(&l->lock);
 	rc = start_thread_with(l, first_thread, &attr);
+	if (rc == 0)
+		l->first = g_array_index(l->threads, pthread_t, 0);
 	pthread_mutex_unlock(&l->lock);
 	pthread_attr_destroy(&attr);
 	if (rc < 0) {
@@ -475,7 +478,7 @@ int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*la
 	if (meanwhile)
 		meanwhile(ctx);
 	if (l->placed)
-		pthread_setaffinity_np(g_array_index(l->threads, pthread_t, 0), sizeof l->cpus, &l->cpus);
+		pthread_setaffinity_np(l->first, sizeof l->cpus, &l->cpus);
 	/* not before: a reader spinning on the other CPU would keep the
 	 * program that waits for the first answers from running */
 	start_spinning(l);
