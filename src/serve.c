@@ -68,6 +68,8 @@ static int start_thread_with(struct serve_loop *l, void *(*run)(void *), const p
 	watch_signals(&block); /* taken when it becomes the reader */
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	rc = pthread_create(&t, attr, run, l);
+	if (rc != 0 && attr) /* the placement refused (its CPU gone offline): anywhere then */
+		rc = pthread_create(&t, NULL, run, l);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		if (!l->start_failed++)
