@@ -295,6 +295,35 @@ for v in x -1 10001 ''; do
 done
 check "no daemon left after the spin checks" no_daemon "$M"
 
+# ---- where the serving threads run ---------------------------------------------------
+# The first thread mounts on another CPU than the main thread's and stays
+# off it until the top directory is built; then every thread may run on
+# every CPU the daemon was given.  On one CPU nothing is placed.
+cpus_of_threads() { # PID: the distinct Cpus_allowed_list of its threads
+	cat /proc/"$1"/task/*/status 2>/dev/null | sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' | sort -u
+}
+if [ "$(nproc)" -gt 1 ]; then
+	mask=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+	do_mount "$DEMO" "$M" -o ro; rc=$?
+	pid=$(daemon_pids "$M")
+	for i in $(seq 20); do [ "$(fuse_fd_mode "$pid")" = nonblocking ] && break; sleep 0.05; done
+	for f in texts.res/map.txt figures.res/unmotr.anm/cidle/hd quests.res/z1q1.mq/z1q1/map.txt; do
+		cat "$M/$f" >/dev/null &
+	done
+	wait
+	check "cpus: once ready, every thread may run on every CPU ($mask): $(cpus_of_threads "$pid" | tr '\n' ' ')" \
+		eval '[ $rc -eq 0 ] && [ "$(cpus_of_threads "$pid")" = "$mask" ]'
+	do_umount "$M"
+fi
+first=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status | cut -d, -f1 | cut -d- -f1)
+taskset -c "$first" "$EIFS" mount "$DEMO" "$M" -o ro; rc=$?
+MOUNTS="$MOUNTS $M"
+check "cpus: a daemon given one CPU mounts and serves" \
+	eval '[ $rc -eq 0 ] && "$E" cat "$DEMO/texts.res/map.txt" | cmp -s - "$M/texts.res/map.txt"'
+check "cpus: ... and its threads stay on it" [ "$(cpus_of_threads "$(daemon_pids "$M")")" = "$first" ]
+do_umount "$M"
+check "cpus: no daemon left" no_daemon "$M"
+
 # ---- threads left idle after a burst go away ---------------------------------------
 # Large reads pass the reading to another thread, started when none waits:
 # programs reading at once leave several.  Those that wait 2 s while
