@@ -16,7 +16,10 @@ struct serve_loop;
  * thread runs setup(ctx), which makes and mounts the session (NULL when it
  * cannot), then waits for serve_loop_run.  The mount so happens beside
  * the caller's own work, and the thread that will answer the first
- * requests is running by then.  At most max_threads threads at once.
+ * requests is running by then.  It runs on the caller's other CPUs (where
+ * it has any) until meanwhile() of serve_loop_run is done, so that
+ * neither waits behind the caller's work.  At most max_threads threads
+ * at once.
  * NULL, with errno set, when no thread can be started. */
 struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setup)(void *ctx), void *ctx);
 
