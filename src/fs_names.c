@@ -595,14 +595,18 @@ plan_again:
 		struct inode *unit = plan ? fs_unit_of(fs, anchor) : NULL;
 		struct fs_move move = { in, npin, newname, 0 };
 
-		if (plan)
+		if (plan && unit) {
 			fs_written_of(plan, &written);
-		/* unlocks; planned anew where another save went first (the
-		 * rename of the folder it goes to) */
-		rc = plan && unit ? fs_run_fresh_plan(fs, plan, unit, &move, &err, ++tries)
-				  : -(err.code ? err.code : EIO);
-		if (!unit)
+			/* unlocks; planned anew where another save went first
+			 * (the rename of the folder it goes to) */
+			rc = fs_run_fresh_plan(fs, plan, unit, &move, &err, ++tries);
+		} else {
+			tree_read_unlock(fs->tree);
 			wb_plan_free(plan);
+			if (!err.code)
+				snprintf(err.msg, sizeof err.msg, "%s", strerror(err.code = EIO));
+			rc = -err.code;
+		}
 		if (rc == -EAGAIN) {
 			place_done(fs, into_made);
 			memset(&err, 0, sizeof err);

@@ -213,6 +213,17 @@ check "an integer out of range: refused" eval '[ $rc -ne 0 ] && [ "$(md5sum < "$
 rm "$M/$Q/quest.ini"
 check "rm of the view reverts it to the REG's text" eval 'grep -qx '\''exp=4321'\'' "$M/$Q/quest.ini" && [ ! -s "$M/.eifs-status" ]'
 check "... and the archive is still untouched" [ "$(md5sum < "$G/quests.res")" = "$sum" ]
+# the same through an editor's rename: sed -i's temporary renamed over the
+# view fails, and the next save does not wait forever for the lock that
+# failure held (the mount hung there)
+timeout -k 2 20 sed -i '1s/.*/[broken/' "$M/$Q/quest.ini" 2>"$WORK/sed.err"; rc=$?
+check "sed -i that breaks the INI fails with EINVAL, the archive untouched" \
+	eval '[ $rc -ne 0 ] && [ $rc -lt 124 ] && grep -q "Invalid argument" "$WORK/sed.err" && [ "$(md5sum < "$G/quests.res")" = "$sum" ]'
+rm -f "$M/$Q"/sed??????
+timeout -k 2 20 sed -i 's/^exp=.*/exp=4322/' "$M/$Q/quest.ini"; rc=$?
+check "... and the next sed -i saves" eval '[ $rc -eq 0 ] && [ "$(ini_key "$Q/quest.reg" exp)" = 4322 ]'
+check "... leaving nothing in the status file" [ ! -s "$M/.eifs-status" ]
+sum=$(md5sum < "$G/quests.res")
 # the status file is eifs' own: no tool changes it, none stops the daemon
 check "chmod of the status file: Operation not permitted" fails_with 'not permitted' chmod 600 "$M/.eifs-status"
 check "touch of it: Permission denied" fails_with 'denied' touch "$M/.eifs-status"
