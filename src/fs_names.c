@@ -621,11 +621,20 @@ plan_again:
 		if (rc == 0)
 			edit_saved(e, &s, src, src ? &written.digest : NULL);
 	} else if (rc == 0) {
+		struct inode *there;
+
 		tree_read_unlock(fs->tree);
 		tree_write_lock(fs->tree); /* one temporary renamed to another */
+		there = inodes_find_ref(fs->inodes, npin, newname);
 		inodes_move(fs->inodes, in, npin, newname);
 		in->scratch = 1;
 		tree_write_unlock(fs->tree);
+		/* a temporary replaced loses its name: its edit no longer
+		 * pins it, or it stayed, with its memory, until the unmount */
+		if (there && there != in)
+			fs_edit_pin(fs, there);
+		if (there)
+			inode_unref(fs->inodes, there);
 		tree_read_lock(fs->tree);
 	}
 	tree_read_unlock(fs->tree);

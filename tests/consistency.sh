@@ -105,6 +105,23 @@ cp "$M/$Q/quest.ini" "$M/$Q/quest.ini~"
 forget
 check "a temporary stays when the kernel forgets it" cmp -s "$M/$Q/quest.ini" "$M/$Q/quest.ini~"
 rm "$M/$Q/quest.ini~"
+# a temporary renamed over another: the one replaced lets go of its edit
+# (a memfd in the daemon) once the kernel forgets it, as a removed one does
+if [ -w /proc/sys/vm/drop_caches ]; then
+	pid=$(daemon_pids "$M" | head -n1)
+	edits() { ls -l /proc/"$pid"/fd | grep -c 'memfd:eifs-edit'; }
+	forget
+	before=$(edits)
+	echo one > "$M/texts.res/b~"
+	echo two > "$M/texts.res/a~"
+	mv "$M/texts.res/a~" "$M/texts.res/b~"
+	check "a temporary renamed over another reads as the one renamed" [ "$(cat "$M/texts.res/b~")" = two ]
+	rm "$M/texts.res/b~"
+	forget
+	check "... and once it is removed, neither keeps an edit in the daemon" [ "$(edits)" = "$before" ]
+else
+	echo "skipped: the edits of temporaries renamed over others (drop_caches is not writable)"
+fi
 python3 -c "import os; os.truncate('$M/$Q/quest.ini', 10)" 2>/dev/null
 check "a truncate that cannot be saved changes nothing" eval '[ "$(stat -c %s "$M/$Q/quest.ini")" = "$(cat "$M/$Q/quest.ini" | wc -c)" ] && grep -q '\''^\[quest\]'\'' "$M/$Q/quest.ini" && [ "$(cat "$M/$Q/quest.ini" | wc -c)" -gt 10 ] && [ ! -s "$M/.eifs-status" ]'
 
