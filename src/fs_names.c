@@ -148,6 +148,13 @@ static void reply_new(fuse_req_t req, struct fs *fs, struct inode *pin, const ch
 	if (fd < 0) {
 		h->edit = fs_start_writing(fs, in, n, 1, &err);
 		h->truncated = 1;
+		if (!h->edit) { /* no memory for its text: every write would fail */
+			tree_read_unlock(fs->tree);
+			fs_handle_free(fs, h);
+			inodes_forget(fs->inodes, in, 1); /* no entry goes to the kernel */
+			fuse_reply_err(req, err > 0 ? err : EIO);
+			return;
+		}
 	}
 	fs_fill_entry(fs, in, n, &e);
 	tree_read_unlock(fs->tree);
