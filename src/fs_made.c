@@ -497,7 +497,7 @@ int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const ch
 		/* an empty folder there is replaced, as rename(2) does */
 		if (there)
 			inodes_unlink_inode(fs->inodes, there);
-		inodes_move(fs->inodes, in, npin, newname);
+		inodes_move(fs->inodes, in, npin, newname, 0);
 		__atomic_store_n(&in->ino, tree_child_ino(__atomic_load_n(&npin->ino, __ATOMIC_RELAXED), newname),
 				 __ATOMIC_RELAXED);
 		renumber_below(fs, in);

@@ -633,8 +633,7 @@ plan_again:
 		tree_read_unlock(fs->tree);
 		tree_write_lock(fs->tree); /* one temporary renamed to another */
 		there = inodes_find_ref(fs->inodes, npin, newname);
-		inodes_move(fs->inodes, in, npin, newname);
-		in->scratch = 1;
+		inodes_move(fs->inodes, in, npin, newname, 1); /* still a temporary */
 		tree_write_unlock(fs->tree);
 		/* a temporary replaced loses its name: its edit no longer
 		 * pins it, or it stayed, with its memory, until the unmount */

@@ -144,10 +144,17 @@ struct tree_node *inode_node(struct inodes *s, struct inode *in)
 		n = tree_lookup(s->tree, pn, in->name, &err);
 	if (n && in != &s->root && strcmp(n->name, in->name) != 0)
 		n = NULL; /* only another spelling is left: that is another file */
+	/* an unlink (under this lock, with the tree's read lock or none)
+	 * may have come since the look above: it wins, or the name that
+	 * went would resolve until the next reload */
+	pthread_mutex_lock(&s->lock);
+	if (__atomic_load_n(&in->unlinked, __ATOMIC_RELAXED))
+		n = NULL;
 	__atomic_store_n(&in->node, n, __ATOMIC_RELAXED);
 	if (n)
 		__atomic_store_n(&in->ino, n->ino, __ATOMIC_RELAXED);
 	__atomic_store_n(&in->generation, gen, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->lock);
 	return n;
 }
 
@@ -304,7 +311,7 @@ void inodes_unlink_inode(struct inodes *s, struct inode *in)
 	pthread_mutex_unlock(&s->lock);
 }
 
-void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, const char *name)
+void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, const char *name, int scratch)
 {
 	struct inode key = { .parent = new_parent, .name = (char *)name };
 	struct inode *there, *old_parent;
@@ -321,9 +328,10 @@ void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, c
 	in->parent = new_parent;
 	g_free(in->name);
 	in->name = g_strdup(name);
-	in->unlinked = 0;
-	in->scratch = 0;
-	in->generation = UINT64_MAX;
+	/* read without this lock (inode_node, opens, saves) */
+	__atomic_store_n(&in->unlinked, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&in->scratch, scratch, __ATOMIC_RELEASE);
+	__atomic_store_n(&in->generation, UINT64_MAX, __ATOMIC_RELEASE);
 	g_hash_table_add(s->by_name, in);
 	unref_locked(s, old_parent);
 	pthread_mutex_unlock(&s->lock);

@@ -90,9 +90,11 @@ void inodes_unlink(struct inodes *s, struct inode *parent, const char *name);
 /* in is gone from its name, if it still stands there. */
 void inodes_unlink_inode(struct inodes *s, struct inode *in);
 
-/* in is now called name in new_parent; what was there is unlinked.  Call
- * with the tree's write lock held. */
-void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, const char *name);
+/* in is now called name in new_parent, an editor's temporary there if
+ * scratch; what was there is unlinked.  Call with the tree's write lock
+ * held. */
+void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, const char *name,
+		 int scratch);
 
 /* Calls fn on every known inode below top (not top itself), parents
  * before children not guaranteed.  fn must not add or remove inodes. */
