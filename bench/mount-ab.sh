@@ -12,7 +12,11 @@
 # last folder succeeds, as bench/run.sh does; the binaries and
 # squashfuse_ll take turns, so a machine that slows down slows all of them.
 # Prints the median of each and its ratio to squashfuse_ll.
-# Environment: BENCH_DIR (default bench/out), BENCH_RUNS (default 41).
+# Environment: BENCH_DIR (default bench/out), BENCH_RUNS (default 41),
+# BENCH_RES (the archive the eifs binaries mount, default many.res; "floor":
+# one the first binary packs of 100 folders with 10 files each and the file
+# looked for, so that what is left is eifs' own start and the mount, with
+# next to no table to read and build: the floor under the line).
 set -euo pipefail
 export LC_ALL=C
 
@@ -38,12 +42,27 @@ for a in "$@"; do
 done
 
 mnt=$(mktemp -d "${TMPDIR:-/tmp}/eifs-mount-ab.XXXXXX")
+floor=
 is_mounted() { awk -v m="$mnt" '$2 == m { f = 1 } END { exit !f }' /proc/self/mounts; }
 cleanup() {
 	is_mounted && { fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null || true; }
 	rmdir "$mnt" 2>/dev/null || true
+	[[ -z $floor ]] || rm -rf "$floor"
 }
 trap cleanup EXIT
+
+res=${BENCH_RES:-$W/many.res}
+if [[ $res == floor ]]; then
+	floor=$(mktemp -d "${TMPDIR:-/tmp}/eifs-mount-ab-floor.XXXXXX")
+	for (( d = 0; d < 100; d++ )); do
+		mkdir "$floor/src/$(printf 'd%03d' "$d")" -p
+		for (( f = 0; f < 10; f++ )); do echo "$d $f" > "$floor/src/$(printf 'd%03d/f%d.dat' "$d" "$f")"; done
+	done
+	echo known > "$floor/src/$KNOWN"
+	"${bins[0]}" pack "$floor/src" "$floor/floor.res" >/dev/null || die "${names[0]} pack failed"
+	res=$floor/floor.res
+fi
+[[ -f $res ]] || die "$res is not a file"
 
 # KIND (an index into bins, or sqfs) -> US, the microseconds until ready
 one() {
@@ -52,7 +71,7 @@ one() {
 	if [[ $1 == sqfs ]]; then
 		squashfuse_ll "$W/many.sqfs" "$mnt" || die "squashfuse_ll failed to mount"
 	else
-		"${bins[$1]}" mount "$W/many.res" "$mnt" || die "${names[$1]} failed to mount"
+		"${bins[$1]}" mount "$res" "$mnt" || die "${names[$1]} failed to mount"
 	fi
 	end=$(( ${t0/./} + READY_TIMEOUT_US ))
 	until [[ -e $mnt/$KNOWN ]]; do
