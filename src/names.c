@@ -1,7 +1,19 @@
 #include "names.h"
 
+#include <stdint.h>
 #include <string.h>
 #include "cp1251.h"
+
+enum { LONG_NAME_KEEP = 190 };
+
+static uint32_t fnv1a32(const char *p, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)p[i]) * 16777619u;
+	return h;
+}
 
 /* Appends one component; returns its rewrites. */
 static unsigned append_component(const char *raw, size_t len, GString *out)
@@ -15,17 +27,31 @@ static unsigned append_component(const char *raw, size_t len, GString *out)
 		g_string_append(out, len == 1 ? "%2E" : "%2E%2E");
 		rewrites++;
 	}
+	if (out->len - start > NAMES_COMPONENT_MAX) {
+		size_t keep = LONG_NAME_KEEP;
+
+		while (keep > 0 && ((unsigned char)out->str[start + keep] & 0xC0) == 0x80)
+			keep--; /* not inside a character */
+		g_string_truncate(out, start + keep);
+		g_string_append_printf(out, "~%08x", fnv1a32(raw, len));
+		rewrites++;
+	}
 	return rewrites;
 }
 
 int names_is_plain(const char *raw, size_t len)
 {
+	size_t component = 0;
+
 	if (len == 0 || raw[0] == '\\' || raw[len - 1] == '\\' || raw[0] == '.')
 		return 0;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)raw[i];
 
 		if (c < 0x20 || c >= 0x7F || c == '/' || (c == '\\' && (raw[i + 1] == '\\' || raw[i + 1] == '.')))
+			return 0;
+		component = c == '\\' ? 0 : component + 1;
+		if (component > NAMES_COMPONENT_MAX)
 			return 0;
 	}
 	return 1;

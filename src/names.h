@@ -5,12 +5,19 @@
 #include <stddef.h>
 #include <glib.h>
 
+/* The longest component shown as stored, in UTF-8 bytes: the kernel
+ * takes names of up to 255, and views and case duplicates add a suffix. */
+enum { NAMES_COMPONENT_MAX = 200 };
+
 /* Splits a cp1251 entry name at its backslashes into UTF-8 path
  * components, appended to comps (g_free them).  Rewrites, so that no
  * name can escape or break a path:
  *   '/' -> %2F, NUL -> %00, the undefined cp1251 byte 0x98 -> %98,
  *   empty components are dropped, "." -> %2E, ".." -> %2E%2E,
- *   a name with no component left -> %EMPTY.
+ *   a name with no component left -> %EMPTY,
+ *   a component longer than NAMES_COMPONENT_MAX -> its first 190 bytes
+ *   or fewer (whole characters) and "~" with 8 hex digits of a hash of
+ *   its stored bytes.
  * Returns the number of rewrites (0: shown as stored). */
 unsigned names_split(const char *raw, size_t len, GPtrArray *comps);
 

@@ -425,12 +425,35 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
+/* What one directory build logs: its first warnings, then a count.  An
+ * archive of 65 535 faulty entries must not write as many lines at each
+ * load of a folder. */
+enum { BUILD_LOG_LINES = 64, LOG_NAME_MAX = 256 };
+
+struct build_log {
+	const char *what;     /* the directory's path */
+	unsigned lines, more;
+};
+
+/* NULL: always */
+static int build_log_ok(struct build_log *bl)
+{
+	if (!bl)
+		return 1;
+	if (bl->lines < BUILD_LOG_LINES) {
+		bl->lines++;
+		return 1;
+	}
+	bl->more++;
+	return 0;
+}
+
 /* Validates the header of the archive in [off, off+len) of fd: magic, and
  * a table and name block that fit.  Returns 0 for an archive, 1 for no RES
  * magic at all, or a negative errno after logging why a RES archive is
  * unusable. */
 static int probe_archive(int fd, uint64_t off, uint64_t len, const char *what,
-			 const char *consequence)
+			 const char *consequence, struct build_log *bl)
 {
 	unsigned char hdr[RES_HEADER_SIZE];
 	struct res_header h;
@@ -439,8 +462,9 @@ static int probe_archive(int fd, uint64_t off, uint64_t len, const char *what,
 	if (len < RES_HEADER_SIZE || read_at(fd, hdr, sizeof hdr, off) < 0 || !res_is_magic(hdr, 4))
 		return 1; /* not an archive at all: a plain file, nothing to say */
 	if (res_header_decode(hdr, len, &h, &err) < 0) {
-		log_msg(LOG_WARNING, "%s: offset %llu: %s (%s); %s", what,
-			(unsigned long long)err.offset, err.msg, strerror(err.code), consequence);
+		if (build_log_ok(bl))
+			log_msg(LOG_WARNING, "%s: offset %llu: %s (%s); %s", what,
+				(unsigned long long)err.offset, err.msg, strerror(err.code), consequence);
 		return -err.code;
 	}
 	return 0;
@@ -559,7 +583,7 @@ static void folder_child(struct tree *t, struct tree_node *n, const char *path, 
 			n->size = (uint64_t)st->st_size;
 			n->mode = st->st_mode;
 		}
-		if (fd >= 0 && probe_archive(fd, 0, n->size, path, "shown as a file") == 0) {
+		if (fd >= 0 && probe_archive(fd, 0, n->size, path, "shown as a file", NULL) == 0) {
 			n->kind = NODE_ARCHIVE;
 			n->offset = 0;
 			n->plain_fd = 0; /* the union now holds no table */
@@ -669,31 +693,36 @@ static void archive_table_unref(struct archive_table *at)
 }
 
 /* A stored name for a log line: cp1251 shown as UTF-8, NUL and the
- * undefined byte escaped. */
+ * undefined byte escaped, cut after LOG_NAME_MAX bytes. */
 static char *raw_name_for_log(const char *raw, size_t len)
 {
 	GString *s = g_string_new(NULL);
 
-	cp1251_to_utf8(raw, len, "", s);
+	cp1251_to_utf8(raw, len < LOG_NAME_MAX ? len : LOG_NAME_MAX, "", s);
+	if (len > LOG_NAME_MAX)
+		g_string_append_printf(s, "... (%zu bytes)", len);
 	return g_string_free(s, FALSE);
 }
 
-static void log_rewritten_name(const char *what, uint32_t i, const char *raw, size_t len)
+static void log_rewritten_name(struct build_log *bl, uint32_t i, const char *raw, size_t len)
 {
-	GString *shown = g_string_new(NULL);
+	GString *shown;
 
+	if (names_is_plain(raw, len) || !build_log_ok(bl))
+		return;
+	shown = g_string_new(NULL);
 	if (names_display_path(raw, len, shown)) {
 		char *stored = raw_name_for_log(raw, len);
 
 		log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" cannot be shown as stored; shown as \"%s\"",
-			what, i, stored, shown->str);
+			bl->what, i, stored, shown->str);
 		g_free(stored);
 	}
 	g_string_free(shown, TRUE);
 }
 
 /* Is this entry itself an archive to show as a directory? */
-static int is_nested_archive(struct tree_node *n, const struct tree_node *archive)
+static int is_nested_archive(struct tree_node *n, const struct tree_node *archive, struct build_log *bl)
 {
 	int candidate = names_is_archive_ext(n->name)
 		|| (!strchr(n->name, '.')
@@ -704,18 +733,20 @@ static int is_nested_archive(struct tree_node *n, const struct tree_node *archiv
 	if (!candidate || n->faults || n->size < RES_HEADER_SIZE)
 		return 0;
 	what = tree_path(n);
-	ok = probe_archive(n->src->fd, n->offset, n->size, what, "shown as a file") == 0;
+	ok = probe_archive(n->src->fd, n->offset, n->size, what, "shown as a file", bl) == 0;
 	if (ok && archive->depth + 1 > TREE_MAX_DEPTH) {
-		log_msg(LOG_WARNING, "%s: archives nested deeper than %d levels are shown as files",
-			what, TREE_MAX_DEPTH);
+		if (build_log_ok(bl))
+			log_msg(LOG_WARNING, "%s: archives nested deeper than %d levels are shown as files",
+				what, TREE_MAX_DEPTH);
 		ok = 0;
 	}
 	/* A window that starts where an enclosing archive starts holds that
 	 * archive's own header: the archive would contain itself. */
 	for (const struct tree_node *a = archive; ok && a; a = a->parent)
 		if (a->kind == NODE_ARCHIVE && a->offset == n->offset) {
-			log_msg(LOG_WARNING, "%s: archive contains itself (offset %llu); shown as a file",
-				what, (unsigned long long)n->offset);
+			if (build_log_ok(bl))
+				log_msg(LOG_WARNING, "%s: archive contains itself (offset %llu); shown as a file",
+					what, (unsigned long long)n->offset);
 			ok = 0;
 		}
 	g_free(what);
@@ -723,7 +754,7 @@ static int is_nested_archive(struct tree_node *n, const struct tree_node *archiv
 }
 
 static void fill_entry(struct tree_node *n, struct tree_node *archive, const struct res_table *tab,
-		       uint32_t i)
+		       uint32_t i, struct build_log *bl)
 {
 	const struct res_entry *e = &tab->entries[i];
 
@@ -736,14 +767,14 @@ static void fill_entry(struct tree_node *n, struct tree_node *archive, const str
 	n->depth = archive->depth;
 	n->faults = (uint8_t)res_entry_faults(tab, i, archive->size);
 	n->mode = entry_mode(archive->mode);
-	if (n->faults) {
+	if (n->faults && build_log_ok(bl)) {
 		char *what = tree_path(n);
 
 		log_msg(LOG_WARNING, "%s: data at %u+%u is past the archive end %llu; reads give EIO",
 			what, e->offset, e->length, (unsigned long long)archive->size);
 		g_free(what);
 	}
-	if (is_nested_archive(n, archive)) {
+	if (is_nested_archive(n, archive, bl)) {
 		n->kind = NODE_ARCHIVE;
 		n->depth = archive->depth + 1;
 		n->mode = dir_mode(archive->mode, archive->src->writable);
@@ -753,7 +784,7 @@ static void fill_entry(struct tree_node *n, struct tree_node *archive, const str
 /* Adds a child under a free name: a taken one (the game would find only
  * one of two case variants) becomes "name~slot". */
 static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tree_node *parent,
-				   const char *name, size_t len, uint32_t slot, const char *what)
+				   const char *name, size_t len, uint32_t slot, struct build_log *bl)
 {
 	struct tree_node *n = dir_next_child(d);
 	uint32_t hash = name_hash_len(name, len);
@@ -769,8 +800,9 @@ static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tr
 			g_free(free_name);
 			free_name = other;
 		}
-		log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" is taken (case duplicate); shown as \"%s\"",
-			what, slot, taken, free_name);
+		if (build_log_ok(bl))
+			log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" is taken (case duplicate); shown as \"%s\"",
+				bl->what, slot, taken, free_name);
 		node_init_len(d, n, parent, free_name, strlen(free_name));
 		hash = name_hash(free_name);
 		g_free(taken);
@@ -802,7 +834,7 @@ static int next_component(const struct res_table *tab, const struct member *m, G
 	for (stop = p; stop < end && *stop != '\\'; stop++)
 		if ((unsigned char)*stop < 0x20 || (unsigned char)*stop >= 0x7F || *stop == '/')
 			plain = 0;
-	if (*p == '.' && (stop - p == 1 || (stop - p == 2 && p[1] == '.')))
+	if ((*p == '.' && (stop - p == 1 || (stop - p == 2 && p[1] == '.'))) || stop - p > NAMES_COMPONENT_MAX)
 		plain = 0;
 	if (plain) {
 		*comp = p;
@@ -916,11 +948,12 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 	struct tree_dir *d;
 	GPtrArray *made;                    /* the backslash directories met */
 	GHashTable *renamed = NULL; /* lowered component -> pending_dir of a renamed directory */
-	GString *scratch, *last_copy;
+	GString *scratch;
 	const char *last = NULL;            /* the last folder component met ... */
 	size_t last_len = 0;
 	struct pending_dir *last_p = NULL;  /* ... and where its members go */
 	char *what;
+	struct build_log bl = { 0 };
 
 	if (!dest)
 		return NULL;
@@ -930,8 +963,8 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 	d = dir_new(t, n <= 4096 ? n : 256);
 	made = g_ptr_array_new();
 	scratch = g_string_new(NULL);
-	last_copy = g_string_new(NULL);
 	what = tree_path(dir);
+	bl.what = what;
 	for (uint32_t k = 0; k < n; k++) {
 		const struct res_entry *e = &tab->entries[m[k].entry];
 		const char *comp;
@@ -947,10 +980,9 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			continue;
 		}
 		if (next_component(tab, &m[k], scratch, &comp, &len, &next_at)) {
-			c = add_child(t, d, dir, comp, len, m[k].entry, what);
-			fill_entry(c, archive, tab, m[k].entry);
-			if (!names_is_plain(tab->names + e->name_off, e->name_len))
-				log_rewritten_name(what, m[k].entry, tab->names + e->name_off, e->name_len);
+			c = add_child(t, d, dir, comp, len, m[k].entry, &bl);
+			fill_entry(c, archive, tab, m[k].entry, &bl);
+			log_rewritten_name(&bl, m[k].entry, tab->names + e->name_off, e->name_len);
 			dest[k] = 0;
 			continue;
 		}
@@ -966,7 +998,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 				renamed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 			p = g_hash_table_lookup(renamed, key);
 			if (!p) {
-				c = add_child(t, d, dir, comp, len, m[k].entry, what);
+				c = add_child(t, d, dir, comp, len, m[k].entry, &bl);
 				p = new_vdir(c, at, archive);
 				p->made_at = made->len;
 				g_ptr_array_add(made, p);
@@ -975,21 +1007,19 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 				g_free(key);
 			}
 		} else {
-			c = add_child(t, d, dir, comp, len, m[k].entry, what);
+			c = add_child(t, d, dir, comp, len, m[k].entry, &bl);
 			p = new_vdir(c, at, archive);
 			p->made_at = made->len;
 			g_ptr_array_add(made, p);
 		}
 		dest[k] = p->made_at + 1;
 		p->len++;
-		if (comp == scratch->str) { /* rewritten: scratch changes with the next one */
-			g_string_truncate(last_copy, 0);
-			g_string_append_len(last_copy, comp, (gssize)len);
-			comp = last_copy->str;
-		}
-		last = comp; /* else it lies in the name block, which stays */
+		/* the shortcut compares stored bytes: only with a component
+		 * shown as stored (a rewritten one's UTF-8 could match other
+		 * stored bytes); it lies in the name block, which stays */
+		last = comp;
 		last_len = len;
-		last_p = p;
+		last_p = comp == scratch->str ? NULL : p;
 	}
 	if (hand_out_members(made, dest, m, n, block_room) < 0) {
 		dir_finish(t, d); /* dir_free counts what dir_finish counted */
@@ -1000,9 +1030,10 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		g_hash_table_destroy(renamed);
 	g_ptr_array_free(made, TRUE);
 	g_string_free(scratch, TRUE);
-	g_string_free(last_copy, TRUE);
 	if (!callers_dest)
 		bigmem_free(dest);
+	if (bl.more)
+		log_msg(LOG_WARNING, "%s: %u more warnings of this folder's build not logged", what, bl.more);
 	g_free(what);
 	if (d) {
 		add_views(t, d, dir);
@@ -1413,7 +1444,7 @@ static int open_root_archive(struct tree *t, const char *path, const struct stat
 		log_msg(LOG_ERR, "%s: %s", path, strerror(errno));
 		return -errno;
 	}
-	rc = probe_archive(fd, 0, (uint64_t)st->st_size, path, "cannot be opened");
+	rc = probe_archive(fd, 0, (uint64_t)st->st_size, path, "cannot be opened", NULL);
 	if (rc == 0)
 		rc = read_root_table(t, fd, (uint64_t)st->st_size, path);
 	if (rc != 0) {
@@ -1669,7 +1700,7 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external, con
 	if (left && !tree_same_stamp(&st, left))
 		external = 1;
 	if (st.st_dev == s->stamp.st_dev && st.st_ino == s->stamp.st_ino) {
-		if (probe_archive(s->fd, 0, (uint64_t)st.st_size, s->path, "shown as a file") != 0)
+		if (probe_archive(s->fd, 0, (uint64_t)st.st_size, s->path, "shown as a file", NULL) != 0)
 			return -1;
 		s->stamp = st;
 		s->racy = coarse_racy(&st);
@@ -1684,7 +1715,7 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external, con
 		fd = open_regular(s->path, &st);
 		if (fd < 0)
 			return -1;
-		if (probe_archive(fd, 0, (uint64_t)st.st_size, s->path, "shown as a file") != 0) {
+		if (probe_archive(fd, 0, (uint64_t)st.st_size, s->path, "shown as a file", NULL) != 0) {
 			close(fd);
 			return -1;
 		}

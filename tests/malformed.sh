@@ -58,6 +58,22 @@ for i in $(seq 100); do
 done
 cp "$cur" "$B/deep.res"
 rawres "$B/names.res" '..' 'dotdot' 'a/b' 'slash' '' 'empty' 'x\000y' 'nul' 'Same' 'first' 'SAME' 'second' 'bad\230byte' 'undef'
+# 3000 entries whose names share one 60 000-byte run of the name block, one
+# name of 300 bytes, and "a": names the kernel cannot take (over 255 bytes)
+# and, stored whole, 180 MB of names from 1.5 MB of archive
+long=
+if command -v python3 >/dev/null; then
+	long=$B/long.res
+	python3 - "$long" <<'EOF'
+import struct, sys
+names = b'A' * 60000 + b'L' * 300 + b'a'
+rows = [(60000, 0)] * 3000 + [(300, 60000), (1, 60300)]
+data = b'hello'
+head = struct.pack('<IIII', 0x019CE23C, len(rows), 16 + len(data), len(names))
+table = b''.join(struct.pack('<iIIIHI', -1, 5, 16, 1000000000, nl, no) for nl, no in rows)
+open(sys.argv[1], 'wb').write(head + data + table + names)
+EOF
+fi
 
 "$E" mount -f "$B" "$M" 2>"$WORK/daemon.log" &
 daemon=$!
@@ -88,6 +104,16 @@ depth=$(cd "$M/deep.res" && find . -type d | awk -F/ '{ print NF - 1 }' | sort -
 check "100 nested archives: directories stop at the depth limit (16)" [ "$depth" -eq 16 ]
 check "... logged" grep -q 'nested deeper than 16 levels' "$WORK/daemon.log"
 check "odd names rewritten, none escapes" eval '[ -f "$M/names.res/%2E%2E" ] && [ -f "$M/names.res/a%2Fb" ] && [ -f "$M/names.res/x%00y" ] && [ -f "$M/names.res/SAME~5" ]'
+if [ -n "$long" ]; then
+	ls "$M/long.res" | grep -v '\.txt$' > "$WORK/long.ls"
+	check "names over 200 bytes: all 3002 listed, none longer than the kernel takes" \
+		eval '[ "$(wc -l < "$WORK/long.ls")" -eq 3002 ] && awk "length(\$0) > 255 { bad = 1 } END { exit bad }" "$WORK/long.ls"'
+	l300=$(grep '^LLLL' "$WORK/long.ls")
+	check "... one of 300 shown as its first 190 bytes and a hash, and it reads" \
+		eval '[ "${#l300}" -eq 199 ] && [ "$(cat "$M/long.res/$l300")" = hello ]'
+	check "... 3000 case duplicates logged in at most 65 lines" [ "$(grep -c '/long.res' "$WORK/daemon.log")" -le 65 ]
+	check "... and counted in one" grep -q 'long.res: [0-9]* more warnings' "$WORK/daemon.log"
+fi
 check "the whole tree can be walked and read" sh -c "find '$M' -type f -exec cat {} + > /dev/null 2>&1; find '$M' | wc -l | grep -q ."
 rss=$(awk '/VmRSS/ { print $2 }' "/proc/$daemon/status")
 check "the daemon is still up and small ($rss kB)" eval 'kill -0 "$daemon" && [ "$rss" -lt 65536 ]'

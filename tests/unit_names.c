@@ -249,3 +249,70 @@ Test(cp1251, from_utf8_failures)
 	cr_assert_eq(utf8_to_cp1251(H_STR("中"), out, NULL), -1, "bad_at may be NULL");
 	g_string_free(out, TRUE);
 }
+
+/* The display form of raw, as one string (g_free it), and its rewrites. */
+static char *shown(const char *raw, size_t len, unsigned *rewrites)
+{
+	GString *s = g_string_new(NULL);
+
+	*rewrites = names_display_path(raw, len, s);
+	return g_string_free(s, FALSE);
+}
+
+Test(names_split, long_components_are_cut_with_a_hash)
+{
+	char raw[601];
+	unsigned rw;
+	char *a, *b, *c;
+
+	/* 200 bytes: kept, and plain */
+	memset(raw, 'x', sizeof raw);
+	a = shown(raw, NAMES_COMPONENT_MAX, &rw);
+	cr_assert_eq(rw, 0);
+	cr_assert_eq(strlen(a), NAMES_COMPONENT_MAX);
+	cr_assert(names_is_plain(raw, NAMES_COMPONENT_MAX));
+	cr_assert_not(names_is_plain(raw, NAMES_COMPONENT_MAX + 1));
+	g_free(a);
+	/* 300 bytes: 190 of them, '~' and 8 hex digits; stable; another
+	 * name with the same start gets another hash */
+	a = shown(raw, 300, &rw);
+	b = shown(raw, 300, &rw);
+	raw[299] = 'y';
+	c = shown(raw, 300, &rw);
+	cr_assert_eq(rw, 1);
+	cr_assert_eq(strlen(a), 199, "%zu bytes", strlen(a));
+	cr_assert_eq(strncmp(a, raw, 190), 0);
+	cr_assert_eq(a[190], '~');
+	cr_assert_eq(strspn(a + 191, "0123456789abcdef"), 8);
+	cr_assert_str_eq(a, b);
+	cr_assert_str_neq(a, c);
+	g_free(a);
+	g_free(b);
+	g_free(c);
+	/* each component on its own: "short\<300 bytes>\short" */
+	memset(raw, 'x', sizeof raw);
+	raw[5] = '\\';
+	raw[306] = '\\';
+	a = shown(raw, 312, &rw);
+	cr_assert_eq(rw, 1);
+	cr_assert_eq(strlen(a), 5 + 1 + 199 + 1 + 5, "%s", a);
+	cr_assert_eq(strncmp(a, "xxxxx/", 6), 0);
+	cr_assert_str_eq(a + strlen(a) - 6, "/xxxxx");
+	g_free(a);
+}
+
+Test(names_split, long_cp1251_is_cut_between_characters)
+{
+	char raw[150];
+	unsigned rw;
+	char *a;
+
+	memset(raw, '\xe0', sizeof raw); /* "а": two bytes in UTF-8 */
+	raw[0] = 'x'; /* so that 190 falls inside a character */
+	a = shown(raw, sizeof raw, &rw);
+	cr_assert_eq(rw, 1);
+	cr_assert(g_utf8_validate(a, -1, NULL), "%s", a);
+	cr_assert_eq(strlen(a), 189 + 9, "%zu bytes", strlen(a));
+	cr_assert_eq(a[189], '~');
+	g_free(a);
+}
