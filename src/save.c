@@ -159,8 +159,17 @@ static int stored_name(const struct tree_node *a, const char *rel, const struct 
 	} else {
 		char *backslashed = g_strdelimit(g_strdup(rel), "/", '\\');
 
-		if (utf8_to_cp1251(backslashed, strlen(backslashed), out, &bad) < 0)
+		if (utf8_to_cp1251(backslashed, strlen(backslashed), out, &bad) < 0) {
 			rc = fail(err, EILSEQ, "byte %zu of \"%s\" has no cp1251 form", bad, rel);
+		} else {
+			/* a new name must show as itself, or the file would
+			 * turn up under another one (a part over 200 bytes) */
+			g_string_truncate(shown, 0);
+			names_display_path(out->str, out->len, shown);
+			if (strcmp(shown->str, rel) != 0)
+				rc = fail(err, strlen(rel) > NAMES_COMPONENT_MAX ? ENAMETOOLONG : EINVAL,
+					  "\"%s\" would show as \"%s\"", rel, shown->str);
+		}
 		g_free(backslashed);
 	}
 	g_string_free(shown, TRUE);

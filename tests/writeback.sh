@@ -137,6 +137,13 @@ mv "$M/texts.res/.say empty.new" "$M/texts.res/say empty"
 check "renamed over the file: the target has its bytes" holds "texts.res/say empty" 'other editor
 '
 check "... and the old name is gone" not "$E" cat "$G/texts.res/.say empty.new" 2>/dev/null
+# a name the mount would show cut (a part over 200 bytes) is refused
+long=$(printf 'x%.0s' $(seq 201))
+sum=$(md5sum < "$G/texts.res")
+check "a new file named with 201 bytes: File name too long" fails_with 'too long' sh -c "echo x > '$M/texts.res/$long'"
+check "... and a rename to it" fails_with 'too long' mv "$M/texts.res/say empty" "$M/texts.res/$long"
+check "... the archive untouched, 200 bytes are taken" \
+	eval '[ "$(md5sum < "$G/texts.res")" = "$sum" ] && echo y > "$M/texts.res/${long#x}" && [ "$(cat "$M/texts.res/${long#x}")" = y ] && rm "$M/texts.res/${long#x}"'
 
 # create, rename, delete, nested archives and backslash folders
 printf 'fresh' > "$M/quests.res/z1q1.mq/z1q1/new.txt"
