@@ -139,13 +139,26 @@ static int edit_open(struct edit *ed, const struct res_window *w, struct res_err
 				    i, faults & RES_FAULT_NAME ? "name" : "data");
 		edit_add(ed, &it);
 	}
+	/* names that occur twice: the game reads the entry its lookup finds,
+	 * which the new table keeps first */
+	for (uint32_t i = 0; ed->dups && i < ed->tab.hdr.count; i++) {
+		struct res_pack_item *it = item(ed, i);
+		int64_t found = res_lookup(&ed->tab, it->name, it->name_len);
+
+		it->hidden = found >= 0 && found != (int64_t)i;
+	}
 	return 0;
 }
 
-/* The live item the name refers to, or -1. */
+enum { EDIT_AMBIGUOUS = -2 };
+
+/* The live item the name refers to; -1 for none, EDIT_AMBIGUOUS when two
+ * entries hold that exact name, or none does and several hold it in
+ * other ASCII cases: a change could not tell which one it is for. */
 static int64_t edit_find(struct edit *ed, const char *name, size_t len)
 {
-	int64_t found = -1;
+	int64_t found = -1, exact = -1;
+	int variants = 0;
 
 	if (!ed->dups) {
 		GBytes *key = name_key(name, len);
@@ -160,12 +173,24 @@ static int64_t edit_find(struct edit *ed, const char *name, size_t len)
 
 		if (ed->gone->data[i] || !res_name_equal(it->name, it->name_len, name, len))
 			continue;
-		if (it->name_len == len && memcmp(it->name, name, len) == 0)
-			return i;
-		if (found < 0)
+		if (it->name_len == len && memcmp(it->name, name, len) == 0) {
+			if (exact >= 0)
+				return EDIT_AMBIGUOUS;
+			exact = i;
+		} else if (found < 0) {
 			found = i;
+		}
+		variants++;
 	}
-	return found;
+	if (exact >= 0)
+		return exact;
+	return variants > 1 ? EDIT_AMBIGUOUS : found;
+}
+
+static int ambiguous(struct res_error *err, const char *name, size_t len)
+{
+	return fail(err, EPERM, 0, "\"%.*s\": the archive holds two entries of that name, and a change "
+		    "could not tell which one it is for; none is made", (int)len, name);
 }
 
 /* Whether item it holds exactly these bytes; reads as much as it compares. */
@@ -227,6 +252,8 @@ static int apply_put(struct edit *ed, const struct res_change *c, struct res_err
 	struct res_pack_item *it;
 	int same = 0, rc;
 
+	if (i == EDIT_AMBIGUOUS)
+		return ambiguous(err, c->name, c->name_len);
 	if (i < 0) {
 		struct res_pack_item fresh = {
 			.name = (char *)c->name, .name_len = c->name_len, .mtime = c->mtime,
@@ -272,6 +299,8 @@ static int apply_delete(struct edit *ed, const struct res_change *c, struct res_
 {
 	int64_t i = edit_find(ed, c->name, c->name_len);
 
+	if (i == EDIT_AMBIGUOUS)
+		return ambiguous(err, c->name, c->name_len);
 	if (i < 0)
 		return fail(err, ENOENT, 0, "\"%.*s\" is not in the archive", (int)c->name_len, c->name);
 	edit_unname(ed, i);
@@ -286,12 +315,16 @@ static int apply_rename(struct edit *ed, const struct res_change *c, struct res_
 	int64_t i = edit_find(ed, c->name, c->name_len), taken;
 	struct res_pack_item *it;
 
+	if (i == EDIT_AMBIGUOUS)
+		return ambiguous(err, c->name, c->name_len);
 	if (i < 0)
 		return fail(err, ENOENT, 0, "\"%.*s\" is not in the archive", (int)c->name_len, c->name);
 	it = item(ed, (guint)i);
 	if (it->name_len == c->to_len && memcmp(it->name, c->to, c->to_len) == 0)
 		return 0;
 	taken = edit_find(ed, c->to, c->to_len);
+	if (taken == EDIT_AMBIGUOUS)
+		return ambiguous(err, c->to, c->to_len);
 	if (taken >= 0 && taken != i) {
 		edit_unname(ed, taken);
 		ed->gone->data[taken] = 1;

@@ -30,6 +30,8 @@ static int item_order(const void *pa, const void *pb)
 
 	int c = res_name_order(a->name, a->name_len, b->name, b->name_len);
 
+	if (c == 0 && a->hidden != b->hidden)
+		return a->hidden - b->hidden; /* the entry the game finds first */
 	if (c == 0) /* case variants: keep the output independent of qsort */
 		c = memcmp(a->name, b->name, a->name_len < b->name_len ? a->name_len : b->name_len);
 	return c ? c : (a->name_len > b->name_len) - (a->name_len < b->name_len);

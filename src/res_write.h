@@ -19,6 +19,9 @@ struct res_pack_item {
 			      * name the same bytes of the same fd share one copy */
 	uint64_t offset;
 	uint32_t data_offset; /* set by the writer */
+	int hidden;          /* another entry of this name (in any ASCII case)
+			      * is what the game's lookup finds: this one
+			      * goes after it, so that the game still does */
 };
 
 struct res_pack_options {

@@ -190,6 +190,13 @@ rawres "$O/dup.res" 'Q.TXT' upper 'q.txt' lower
 "$E" ls "$O/dup.res" 2>/dev/null > "$O/dup.ls"
 for f in $(cat "$O/dup.ls"); do "$E" cat "$O/dup.res/$f" 2>/dev/null; echo; done > "$O/dup.cat"
 check "a put to a case duplicate's shown name changes that entry and adds none" eval '[ "$(wc -l < "$O/dup.ls")" -eq 2 ] && grep -qx NEW "$O/dup.cat" && grep -qx upper "$O/dup.cat"'
+# two entries of one exact name: a change could hit either, so none is made
+rawres "$O/same.res" 'dup' first 'dup' second 'other' third
+sum=$(md5sum < "$O/same.res")
+"$E" put "$O/same.res/dup~1" "$O/new.txt" 2>"$O/same1.err"; rc1=$?
+"$E" rm "$O/same.res/dup" 2>"$O/same2.err"; rc2=$?
+check "a put or rm of one of two entries of the same name: refused, saying why, the archive untouched" \
+	eval '[ $rc1 -ne 0 ] && [ $rc2 -ne 0 ] && grep -q "two entries of that name" "$O/same1.err" && grep -q "two entries of that name" "$O/same2.err" && [ "$(md5sum < "$O/same.res")" = "$sum" ]'
 # compaction through a symbolic link compacts the file it names
 cp "$DEMO/texts.res" "$O/shared/texts.res" && chmod u+w "$O/shared/texts.res"
 ln -s ../shared/texts.res "$O/game/texts.res"

@@ -845,3 +845,64 @@ Test(commit, compact_of_a_compact_archive_keeps_it)
 	g_byte_array_unref(before);
 	g_byte_array_unref(after);
 }
+
+/* The data of the entry the game's lookup finds for name. */
+static char *game_reads(const char *path, const char *name)
+{
+	GByteArray *a = file_bytes(path);
+	struct res_table t;
+	struct res_error err = { 0 };
+	int64_t i;
+	char *data;
+
+	cr_assert_eq(res_table_parse(a->data, a->len, &t, &err), 0, "%s", err.msg);
+	i = res_lookup(&t, name, strlen(name));
+	cr_assert_geq(i, 0, "%s not found", name);
+	data = g_strndup((const char *)a->data + t.entries[i].offset, t.entries[i].length);
+	res_table_free(&t);
+	g_byte_array_unref(a);
+	return data;
+}
+
+Test(commit, two_entries_of_one_name_are_left_as_the_game_reads_them)
+{
+	/* "other" in slot 0; "dup" twice: the game's chain starts at slot 2
+	 * (329 % 3), which holds "second" and links to slot 1, "first" */
+	static const unsigned char raw[] = "<\xe2\x9c\x01\x03\x00\x00\x00\x20\x00\x00\x00\x0b\x00\x00\x00"
+		"otherfirstsecond"
+		"\xff\xff\xff\xff\x05\x00\x00\x00\x10\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x00\x00"
+		"\xff\xff\xff\xff\x05\x00\x00\x00\x15\x00\x00\x00\x01\x00\x00\x00\x03\x00\x05\x00\x00\x00"
+		"\x01\x00\x00\x00\x06\x00\x00\x00\x1a\x00\x00\x00\x01\x00\x00\x00\x03\x00\x08\x00\x00\x00"
+		"otherdupdup";
+	char *path = h_write_file(fx.dir, "dup.res", raw, sizeof raw - 1), *got;
+	struct res_change c = put("other", "new", 9);
+	struct res_change of_dup[] = { put("dup", "x", 9), del("dup"), ren("dup", "single"), ren("other", "dup") };
+	struct res_error err = { 0 };
+	GByteArray *before, *after;
+
+	got = game_reads(path, "dup");
+	cr_assert_str_eq(got, "second");
+	g_free(got);
+	/* an unrelated change: the new table still leads the game to "second" */
+	cr_assert_eq(commit_path(path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	got = game_reads(path, "dup");
+	cr_assert_str_eq(got, "second");
+	g_free(got);
+	got = game_reads(path, "other");
+	cr_assert_str_eq(got, "new");
+	g_free(got);
+	/* a change of "dup" itself could hit either: refused, nothing written */
+	before = file_bytes(path);
+	for (size_t k = 0; k < G_N_ELEMENTS(of_dup); k++) {
+		memset(&err, 0, sizeof err);
+		cr_assert_eq(commit_path(path, &of_dup[k], 1, NULL, &err), -1, "change %zu", k);
+		cr_assert_eq(err.code, EPERM, "change %zu: %s", k, err.msg);
+		cr_assert(strstr(err.msg, "two entries of that name"), "%s", err.msg);
+	}
+	after = file_bytes(path);
+	cr_assert_eq(after->len, before->len);
+	cr_assert_eq(memcmp(after->data, before->data, after->len), 0, "the archive is untouched");
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
+	g_free(path);
+}
