@@ -390,7 +390,7 @@ static int extract_entry(const struct tree_node *a, const struct res_table *tab,
 	rel = g_build_filenamev((gchar **)comps->pdata);
 	/* case variants would overwrite each other on a case-insensitive disk */
 	while (g_hash_table_contains(done, rel)) {
-		char *other = names_dedup(rel, i);
+		char *other = names_dedup(rel, names_tag(res_entry_name(tab, i), e->name_len));
 
 		fprintf(stderr, "eifs: entry %u: %s was extracted already (names differ only in case); written as %s\n",
 			i, rel, other);

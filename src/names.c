@@ -103,9 +103,14 @@ unsigned names_split(const char *raw, size_t len, GPtrArray *comps)
 	return rewrites;
 }
 
-char *names_dedup(const char *name, unsigned slot)
+uint32_t names_tag(const char *raw, size_t len)
 {
-	return g_strdup_printf("%s~%u", name, slot);
+	return fnv1a32(raw, len);
+}
+
+char *names_dedup(const char *name, uint32_t tag)
+{
+	return g_strdup_printf("%s~%08x", name, tag);
 }
 
 int names_has_ext(const char *name, const char *ext)

@@ -3,6 +3,7 @@
 #define EIFS_NAMES_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <glib.h>
 
 /* The longest component shown as stored, in UTF-8 bytes: the kernel
@@ -29,8 +30,14 @@ unsigned names_display_path(const char *raw, size_t len, GString *out);
  * printable ASCII, no '/', no empty, "." or ".." component. */
 int names_is_plain(const char *raw, size_t len);
 
-/* The name a case-duplicate (or a name already taken) gets: "name~slot". */
-char *names_dedup(const char *name, unsigned slot);
+/* What tells apart names that clash: a hash of the stored bytes, which
+ * stays the same however the archive's table is rebuilt (a table index
+ * does not). */
+uint32_t names_tag(const char *raw, size_t len);
+
+/* The name a case duplicate (or a name already taken) gets: "name~TAG",
+ * TAG as 8 hex digits. */
+char *names_dedup(const char *name, uint32_t tag);
 
 /* Extension test, ASCII case-insensitive; ext without the dot. */
 int names_has_ext(const char *name, const char *ext);

@@ -120,7 +120,7 @@ static struct res_window window_of(const struct tree_node *a)
 }
 
 /* The stored name rel refers to in archive a: the name of the entry the
- * tree shows there (node, when it exists: also a "name~SLOT" of a case
+ * tree shows there (node, when it exists: also a "name~TAG" of a case
  * duplicate), else of the entry shown under that path (exact, else ASCII
  * case-insensitively), else rel in cp1251 with '\' between folders. */
 static int stored_name(const struct tree_node *a, const char *rel, const struct tree_node *node, GString *out,

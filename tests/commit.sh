@@ -184,16 +184,19 @@ if command -v strace >/dev/null && strace -o /dev/null -e inject=flock:delay_ent
 else
 	echo "SKIP: strace with fault injection is not here: races with compactions and other writers not staged"
 fi
-# case duplicates: the name the tree shows (NAME~SLOT) is the entry changed
+# case duplicates: the name the tree shows (NAME~TAG) is the entry changed
 rawres "$O/dup.res" 'Q.TXT' upper 'q.txt' lower
-"$E" put "$O/dup.res/q.txt~1" "$O/new.txt" 2>/dev/null
+"$E" put "$O/dup.res/q.txt~a8c3568a" "$O/new.txt" 2>/dev/null
 "$E" ls "$O/dup.res" 2>/dev/null > "$O/dup.ls"
 for f in $(cat "$O/dup.ls"); do "$E" cat "$O/dup.res/$f" 2>/dev/null; echo; done > "$O/dup.cat"
 check "a put to a case duplicate's shown name changes that entry and adds none" eval '[ "$(wc -l < "$O/dup.ls")" -eq 2 ] && grep -qx NEW "$O/dup.cat" && grep -qx upper "$O/dup.cat"'
+printf x | "$E" put "$O/dup.res/a new entry before both" -
+check "... and its shown name stays through saves that rebuild the table" \
+	eval '"$E" ls "$O/dup.res" 2>/dev/null | grep -qx "q.txt~a8c3568a" && [ "$("$E" cat "$O/dup.res/q.txt~a8c3568a" 2>/dev/null)" = NEW ]'
 # two entries of one exact name: a change could hit either, so none is made
 rawres "$O/same.res" 'dup' first 'dup' second 'other' third
 sum=$(md5sum < "$O/same.res")
-"$E" put "$O/same.res/dup~1" "$O/new.txt" 2>"$O/same1.err"; rc1=$?
+"$E" put "$O/same.res/dup~d330f226" "$O/new.txt" 2>"$O/same1.err"; rc1=$?
 "$E" rm "$O/same.res/dup" 2>"$O/same2.err"; rc2=$?
 check "a put or rm of one of two entries of the same name: refused, saying why, the archive untouched" \
 	eval '[ $rc1 -ne 0 ] && [ $rc2 -ne 0 ] && grep -q "two entries of that name" "$O/same1.err" && grep -q "two entries of that name" "$O/same2.err" && [ "$(md5sum < "$O/same.res")" = "$sum" ]'

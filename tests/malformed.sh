@@ -103,7 +103,7 @@ check "an archive that contains itself is a file inside itself" [ -f "$M/self.re
 depth=$(cd "$M/deep.res" && find . -type d | awk -F/ '{ print NF - 1 }' | sort -n | tail -n1)
 check "100 nested archives: directories stop at the depth limit (16)" [ "$depth" -eq 16 ]
 check "... logged" grep -q 'nested deeper than 16 levels' "$WORK/daemon.log"
-check "odd names rewritten, none escapes" eval '[ -f "$M/names.res/%2E%2E" ] && [ -f "$M/names.res/a%2Fb" ] && [ -f "$M/names.res/x%00y" ] && [ -f "$M/names.res/SAME~5" ]'
+check "odd names rewritten, none escapes" eval '[ -f "$M/names.res/%2E%2E" ] && [ -f "$M/names.res/a%2Fb" ] && [ -f "$M/names.res/x%00y" ] && [ -f "$M/names.res/SAME~0a5e7f3b" ]'
 if [ -n "$long" ]; then
 	ls "$M/long.res" | grep -v '\.txt$' > "$WORK/long.ls"
 	check "names over 200 bytes: all 3002 listed, none longer than the kernel takes" \

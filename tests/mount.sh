@@ -428,7 +428,7 @@ cat > "$WORK/names.want" <<'WANT'
 %2E%2E=dotdot
 %2E=dot
 %EMPTY=empty
-SAME~7=second
+SAME~0a5e7f3b=second
 Same=first
 a%2Fb=slash
 bad%98byte=undef
@@ -441,7 +441,7 @@ x%00y=nul
 %2E%2E.txt=dotdot
 %2E.txt=dot
 %EMPTY.txt=empty
-SAME~7.txt=second
+SAME~0a5e7f3b.txt=second
 Same.txt=first
 a%2Fb.txt=slash
 bad%98byte.txt=undef

@@ -110,10 +110,14 @@ Test(names_split, display_path_joins_with_slash)
 
 Test(names, dedup_and_extensions)
 {
-	char *d = names_dedup("abc", 12);
+	char *d = names_dedup("abc", 0x12);
 
-	cr_assert_str_eq(d, "abc~12");
+	cr_assert_str_eq(d, "abc~00000012");
 	g_free(d);
+	/* FNV-1a: the same stored bytes give the same tag, other bytes another */
+	cr_assert_eq(names_tag("", 0), 2166136261u);
+	cr_assert_eq(names_tag(H_STR("a")), 0xe40c292cu);
+	cr_assert_neq(names_tag(H_STR("ABC")), names_tag(H_STR("Abc")));
 	cr_assert(names_has_ext("texts.RES", "res"));
 	cr_assert(names_has_ext(".res", "res"));
 	cr_assert(!names_has_ext("texts.res.txt", "res"));

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "names.h"
 #include "res.h"
 #include "save.h"
 #include "tree.h"
@@ -62,6 +63,19 @@ static struct tree_node *child(struct tree *t, struct tree_node *d, const char *
 
 	cr_assert_not_null(n, "%s not found in %s: %s", name, d->name, strerror(err));
 	return n;
+}
+
+/* The name a clashing child shown as shown gets, stored as stored. */
+static const char *clash(const char *shown, const char *stored)
+{
+	static char buf[8][256];
+	static unsigned next;
+	char *name = names_dedup(shown, names_tag(stored, strlen(stored)));
+	char *out = buf[next++ % 8];
+
+	g_strlcpy(out, name, sizeof buf[0]);
+	g_free(name);
+	return out;
 }
 
 static struct tree_node *at(struct tree *t, const char *path)
@@ -254,7 +268,7 @@ Test(tree, lookup_ignores_ascii_case_and_prefers_the_exact_one)
 	g_free(path);
 }
 
-Test(tree, case_duplicates_get_the_slot_number)
+Test(tree, case_duplicates_get_a_tag_of_their_stored_name)
 {
 	static const struct h_file f[] = {
 		{ "abc", H_STR("1"), -1, 0 },
@@ -269,15 +283,16 @@ Test(tree, case_duplicates_get_the_slot_number)
 
 	cr_assert_eq(child_count(t, root) - view_count(t, root), 5);
 	cr_assert_eq(view_count(t, root), 4, "a text view for each entry");
-	cr_assert_eq(child(t, root, "ABC~1.txt")->kind, NODE_VIEW, "views follow the rewritten name");
+	cr_assert_str_eq(clash("ABC", "ABC"), "ABC~5c842f6b");
+	cr_assert_eq(child(t, root, "ABC~5c842f6b.txt")->kind, NODE_VIEW, "views follow the rewritten name");
 	expect_contents(t, child(t, root, "abc"), "1");
-	expect_contents(t, child(t, root, "ABC~1"), "2");
-	expect_contents(t, child(t, root, "Abc~2"), "3");
+	expect_contents(t, child(t, root, clash("ABC", "ABC")), "2");
+	expect_contents(t, child(t, root, clash("Abc", "Abc")), "3");
 	cr_assert_str_eq(child(t, root, "ABC")->name, "abc", "the only case variant left");
 	d = child(t, root, "dir");
 	cr_assert_eq(d->kind, NODE_ENTRY);
 	expect_contents(t, d, "4");
-	d = child(t, root, "DIR~4");
+	d = child(t, root, clash("DIR", "DIR"));
 	cr_assert_eq(d->kind, NODE_VDIR);
 	expect_contents(t, child(t, d, "x"), "5");
 	tree_free(t);
@@ -512,8 +527,9 @@ Test(tree, stored_names_that_cannot_be_paths)
 
 Test(tree, inode_numbers_are_stable)
 {
-	static const char *const paths[] = { "a.res", "a.res/d", "a.res/d/x.txt", "a.res/D~2",
-					     "a.res/in.res", "a.res/in.res/y.txt", "sub", "sub/f.txt" };
+	char *clashing = g_strconcat("a.res/", clash("D", "D"), NULL);
+	const char *const paths[] = { "a.res", "a.res/d", "a.res/d/x.txt", clashing,
+				      "a.res/in.res", "a.res/in.res/y.txt", "sub", "sub/f.txt" };
 	static const struct h_item inner_items[] = { { "y.txt", H_STR("y"), 0 } };
 	GByteArray *inner = pack(inner_items, 1);
 	struct h_file f[] = {
@@ -545,6 +561,7 @@ Test(tree, inode_numbers_are_stable)
 	tree_free(t1);
 	tree_free(t2);
 	g_byte_array_unref(inner);
+	g_free(clashing);
 }
 
 Test(tree, sources_that_cannot_be_opened)
@@ -821,7 +838,7 @@ Test(tree, case_duplicates_in_a_scattered_directory_keep_table_order)
 
 	expect_contents(t, child(t, d, "a"), "first");
 	cr_assert_str_eq(child(t, d, "a")->name, "a");
-	expect_contents(t, child(t, d, "A~3"), "second");
+	expect_contents(t, child(t, d, clash("A", "D\\A")), "second");
 	expect_contents(t, child(t, d, "x"), "x");
 	cr_assert_eq(child_count(t, d) - view_count(t, d), 3);
 	expect_contents(t, child(t, e, "1"), "1");
