@@ -783,10 +783,11 @@ static void fill_entry(struct tree_node *n, struct tree_node *archive, const str
 
 /* Adds a child under a free name: a taken one (the game would find only
  * one of two case variants) becomes "name~TAG", TAG from the stored bytes
- * that make it (names_tag), and if that is taken too, "name~TAG~SLOT". */
+ * that make it (names_tag: the whole name of a file, a folder's up to its
+ * end), and if that is taken too, "name~TAG~SLOT". */
 static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tree_node *parent,
-				   const char *name, size_t len, uint32_t slot, uint32_t tag,
-				   struct build_log *bl)
+				   const char *name, size_t len, uint32_t slot, const char *stored,
+				   size_t stored_len, struct build_log *bl)
 {
 	struct tree_node *n = dir_next_child(d);
 	uint32_t hash = name_hash_len(name, len);
@@ -794,7 +795,8 @@ static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tr
 	if (!dir_find_len(d, name, len, hash)) {
 		node_init_len(d, n, parent, name, len);
 	} else {
-		char *taken = g_strndup(name, len), *free_name = names_dedup(taken, tag);
+		char *taken = g_strndup(name, len);
+		char *free_name = names_dedup(taken, names_tag(stored, stored_len));
 
 		/* the same stored bytes twice give the same tag: the table
 		 * index tells those apart (changes to them are refused) */
@@ -938,12 +940,6 @@ static int hand_out_members(GPtrArray *made, const member_dest *dest, const stru
 	return 0;
 }
 
-/* The tag of a folder's name: of the stored bytes up to its end. */
-static uint32_t folder_tag(const struct res_table *tab, const struct res_entry *e, uint32_t end)
-{
-	return names_tag(tab->names + e->name_off, end - e->name_off);
-}
-
 /* Builds one directory of an archive from the entries below it, in table
  * order; backslash sub-directories collect their members and load later.
  * m is the caller's and is overwritten; so is dest, room for n of them,
@@ -990,8 +986,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			continue;
 		}
 		if (next_component(tab, &m[k], scratch, &comp, &len, &next_at)) {
-			c = add_child(t, d, dir, comp, len, m[k].entry,
-				      names_tag(tab->names + e->name_off, e->name_len), &bl);
+			c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, e->name_len, &bl);
 			fill_entry(c, archive, tab, m[k].entry, &bl);
 			log_rewritten_name(&bl, m[k].entry, tab->names + e->name_off, e->name_len);
 			dest[k] = 0;
@@ -1009,7 +1004,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 				renamed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 			p = g_hash_table_lookup(renamed, key);
 			if (!p) {
-				c = add_child(t, d, dir, comp, len, m[k].entry, folder_tag(tab, e, next_at), &bl);
+				c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, next_at - e->name_off, &bl);
 				p = new_vdir(c, at, archive);
 				p->made_at = made->len;
 				g_ptr_array_add(made, p);
@@ -1018,7 +1013,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 				g_free(key);
 			}
 		} else {
-			c = add_child(t, d, dir, comp, len, m[k].entry, folder_tag(tab, e, next_at), &bl);
+			c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, next_at - e->name_off, &bl);
 			p = new_vdir(c, at, archive);
 			p->made_at = made->len;
 			g_ptr_array_add(made, p);
