@@ -77,9 +77,13 @@ static int write_all(int fd, const void *buf, size_t len, uint64_t at)
 }
 
 /* Room for len bytes at at in memory; a gap before them is zeroed, as a
- * file's hole would read.  The writer keeps archives below 4 GiB. */
+ * file's hole would read.  NULL past 4 GiB, which a GByteArray cannot
+ * hold (nor a RES archive: the writer refuses such data before, but the
+ * padding before the table may come within 16 bytes of it). */
 static unsigned char *mem_at(GByteArray *m, uint64_t at, size_t len)
 {
+	if (at + len > G_MAXUINT)
+		return NULL;
 	if (at + len > m->len) {
 		guint old = m->len;
 
@@ -91,10 +95,16 @@ static unsigned char *mem_at(GByteArray *m, uint64_t at, size_t len)
 
 static int sink_write(struct sink *s, const void *buf, size_t len, uint64_t at)
 {
+	unsigned char *to;
+
 	if (!s->mem)
 		return write_all(s->fd, buf, len, at);
-	if (len)
-		memcpy(mem_at(s->mem, at, len), buf, len);
+	if (!len)
+		return 0;
+	to = mem_at(s->mem, at, len);
+	if (!to)
+		return -EFBIG;
+	memcpy(to, buf, len);
 	return 0;
 }
 
@@ -123,7 +133,11 @@ static int copy_range(int in, uint64_t in_off, uint64_t length, struct sink *out
 		int rc;
 
 		if (out->mem) {
-			n = read_some(in, mem_at(out->mem, out_at + done, want), want, in_off + done);
+			unsigned char *to = mem_at(out->mem, out_at + done, want);
+
+			if (!to)
+				return -EFBIG;
+			n = read_some(in, to, want, in_off + done);
 			if (n < 0)
 				return (int)n;
 			done += (uint64_t)n;
