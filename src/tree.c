@@ -251,21 +251,28 @@ void tree_source_unref(struct tree_source *s)
 }
 
 /* ASCII case-insensitive, like the game's lookup. */
-static uint32_t name_hash_len(const char *name, size_t len)
+/* A directory's index hashes names with a seed of its own, and mixes all
+ * bits into the low ones it uses: names an archive's maker chose to
+ * collide there (every lookup and insert then walks them all) cannot be
+ * chosen without knowing the seed. */
+static uint32_t name_hash_len(const struct tree_dir *d, const char *name, size_t len)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = 2166136261u ^ d->seed;
 
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 
 		h = (h ^ (uint32_t)(c >= 'A' && c <= 'Z' ? c + 32 : c)) * 16777619u;
 	}
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
 	return h;
 }
 
-static uint32_t name_hash(const char *name)
+static uint32_t name_hash(const struct tree_dir *d, const char *name)
 {
-	return name_hash_len(name, strlen(name));
+	return name_hash_len(d, name, strlen(name));
 }
 
 static void dir_index_alloc(struct tree_dir *d, uint32_t capacity)
@@ -292,7 +299,7 @@ static void dir_reindex(struct tree_dir *d)
 {
 	dir_index_alloc(d, d->capacity);
 	for (uint32_t i = 0; i < d->count; i++)
-		dir_index_add(d, i, name_hash(d->child[i].name));
+		dir_index_add(d, i, name_hash(d, d->child[i].name));
 }
 
 /* Room for n children, zeroed, or for the first n of the old_n at old.
@@ -314,6 +321,7 @@ static struct tree_dir *dir_new(struct tree *t, uint32_t capacity)
 {
 	struct tree_dir *d = g_new0(struct tree_dir, 1);
 
+	d->seed = g_random_int();
 	d->capacity = capacity ? capacity : 1;
 	d->child = children_realloc(NULL, 0, d->capacity);
 	dir_index_alloc(d, d->capacity);
@@ -397,7 +405,7 @@ static struct tree_node *dir_find(const struct tree_dir *d, const char *name)
 {
 	size_t len = strlen(name);
 
-	return dir_find_len(d, name, len, name_hash_len(name, len));
+	return dir_find_len(d, name, len, name_hash_len(d, name, len));
 }
 
 static void node_init_len(struct tree_dir *d, struct tree_node *n, struct tree_node *parent,
@@ -514,7 +522,7 @@ static void add_views(struct tree *t, struct tree_dir *d, struct tree_node *dir)
 			n->mtime = src->mtime;
 			n->depth = src->depth;
 			n->mode = S_IFREG | (src->mode & (view_is_editable(n->view) ? 0666 : 0444));
-			dir_index_add(d, d->count++, name_hash(n->name));
+			dir_index_add(d, d->count++, name_hash(d, n->name));
 		}
 		g_free(v->name);
 	}
@@ -636,7 +644,7 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 
 		node_init(td, n, dir, names->pdata[i]);
 		folder_child(t, n, child_path, &g_array_index(stats, struct stat, i));
-		dir_index_add(td, td->count, name_hash(n->name));
+		dir_index_add(td, td->count, name_hash(td, n->name));
 		td->count++;
 		g_free(child_path);
 	}
@@ -790,7 +798,7 @@ static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tr
 				   size_t stored_len, struct build_log *bl)
 {
 	struct tree_node *n = dir_next_child(d);
-	uint32_t hash = name_hash_len(name, len);
+	uint32_t hash = name_hash_len(d, name, len);
 
 	if (!dir_find_len(d, name, len, hash)) {
 		node_init_len(d, n, parent, name, len);
@@ -810,7 +818,7 @@ static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tr
 			log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" is taken (case duplicate); shown as \"%s\"",
 				bl->what, slot, taken, free_name);
 		node_init_len(d, n, parent, free_name, strlen(free_name));
-		hash = name_hash(free_name);
+		hash = name_hash(d, free_name);
 		g_free(taken);
 		g_free(free_name);
 	}
@@ -993,7 +1001,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			continue;
 		}
 		m[k].at = next_at;
-		c = dir_find_len(d, comp, len, name_hash_len(comp, len));
+		c = dir_find_len(d, comp, len, name_hash_len(d, comp, len));
 		if (c && c->kind == NODE_VDIR) {
 			p = c->pending;
 		} else if (c) {

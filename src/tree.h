@@ -54,6 +54,7 @@ struct tree_dir {
 	uint32_t *index;            /* open addressing by lowered name: child + 1 */
 	uint32_t *order;            /* children by tree_dir_cookie, made on first use */
 	uint32_t mask;              /* index size - 1 */
+	uint32_t seed;              /* of the index's hash: random */
 	GStringChunk *names;        /* the children's names */
 	struct timespec stamp;      /* FOLDER: the folder's mtime when listed */
 	int racy;                   /* FOLDER: listed too soon after a change to be sure */
