@@ -74,6 +74,10 @@ table = b''.join(struct.pack('<iIIIHI', -1, 5, 16, 1000000000, nl, no) for nl, n
 open(sys.argv[1], 'wb').write(head + data + table + names)
 EOF
 fi
+# a folder or loose file changed within 2 s is looked at again on its
+# next use (its stamp cannot be trusted yet), and the bad archives beside
+# it logged again: these are left to age first, as a game folder's are
+sleep 3
 
 "$E" mount -f "$B" "$M" 2>"$WORK/daemon.log" &
 daemon=$!
