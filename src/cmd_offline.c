@@ -486,8 +486,9 @@ int cmd_extract(int argc, char **argv)
 		unsigned faults = res_entry_faults(&tab, i, a->size);
 
 		if (faults) {
-			fprintf(stderr, "eifs: %s: entry %u: %s outside the archive; skipped\n", argv[0], i,
-				faults & RES_FAULT_NAME ? "name" : "data");
+			fprintf(stderr, "eifs: %s: entry %u: %s %s; skipped\n", argv[0], i,
+				faults & RES_FAULT_NAME ? "name" : "data",
+				faults & RES_FAULT_NAME ? res_name_fault_text(&tab, i) : "is outside the archive");
 			status = EXIT_PROBLEMS;
 		} else if (extract_entry(a, &tab, i, dir, done) < 0) {
 			status = EXIT_PROBLEMS;

@@ -257,7 +257,7 @@ int64_t res_lookup(const struct res_table *t, const char *name, size_t len)
 	for (uint32_t steps = 0; i >= 0 && i < t->hdr.count && steps < t->hdr.count; steps++) {
 		const struct res_entry *e = &t->entries[i];
 
-		if ((uint64_t)e->name_off + e->name_len <= t->hdr.names_len
+		if (!(res_entry_faults(t, (uint32_t)i, UINT64_MAX) & RES_FAULT_NAME)
 		    && res_name_equal(name, len, res_entry_name(t, (uint32_t)i), e->name_len))
 			return i;
 		i = e->next;

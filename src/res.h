@@ -47,9 +47,16 @@ struct res_window {
 	uint64_t len;
 };
 
+/* The longest name eifs reads or writes.  The game's archives hold none
+ * over 44 bytes; every use of a name (its components, how it is shown,
+ * the game's hash) costs its length, and 65 535 entries may each name the
+ * same 64 KiB: a 1.5 MB archive would cost 4 GB of name bytes per walk. */
+#define RES_NAME_MAX 1024
+#define RES_NAME_MAX_TEXT "1024"
+
 /* Faults of one entry; an archive with faulty entries still lists the rest. */
 enum {
-	RES_FAULT_NAME = 1 << 0, /* name outside the name block */
+	RES_FAULT_NAME = 1 << 0, /* name outside the name block, or over RES_NAME_MAX */
 	RES_FAULT_DATA = 1 << 1, /* data outside the archive */
 };
 
@@ -81,11 +88,18 @@ static inline unsigned res_entry_faults(const struct res_table *t, uint32_t i, u
 	const struct res_entry *e = &t->entries[i];
 	unsigned faults = 0;
 
-	if ((uint64_t)e->name_off + e->name_len > t->hdr.names_len)
+	if ((uint64_t)e->name_off + e->name_len > t->hdr.names_len || e->name_len > RES_NAME_MAX)
 		faults |= RES_FAULT_NAME;
 	if ((uint64_t)e->offset + e->length > archive_len)
 		faults |= RES_FAULT_DATA;
 	return faults;
+}
+
+/* What is wrong with the name of an entry with RES_FAULT_NAME, for a
+ * message: "name 10+2000 <this>". */
+static inline const char *res_name_fault_text(const struct res_table *t, uint32_t i)
+{
+	return t->entries[i].name_len > RES_NAME_MAX ? "is longer than " RES_NAME_MAX_TEXT " bytes" : "is outside the name block";
 }
 
 static inline const char *res_entry_name(const struct res_table *t, uint32_t i)

@@ -51,8 +51,8 @@ static void check_entry(struct checker *c, uint32_t i, uint64_t archive_len,
 		problem(c, entry_at(t, i) + 8, "entry %u: data %u+%u overlaps the header or the table",
 			i, e->offset, e->length);
 	if (faults & RES_FAULT_NAME) {
-		problem(c, entry_at(t, i) + 16, "entry %u: name %u+%u is outside the name block",
-			i, e->name_off, e->name_len);
+		problem(c, entry_at(t, i) + 16, "entry %u: name %u+%u %s",
+			i, e->name_off, e->name_len, res_name_fault_text(t, i));
 		return;
 	}
 	name = res_entry_name(t, i);

@@ -135,8 +135,9 @@ static int edit_open(struct edit *ed, const struct res_window *w, struct res_err
 
 		if (faults)
 			return fail(err, EINVAL, (uint64_t)ed->tab.hdr.table_offset + (uint64_t)i * RES_ENTRY_SIZE,
-				    "entry %u: %s outside the archive; a damaged archive is not written to",
-				    i, faults & RES_FAULT_NAME ? "name" : "data");
+				    "entry %u: %s %s; a damaged archive is not written to", i,
+				    faults & RES_FAULT_NAME ? "name" : "data",
+				    faults & RES_FAULT_NAME ? res_name_fault_text(&ed->tab, i) : "is outside the archive");
 		edit_add(ed, &it);
 	}
 	/* names that occur twice: the game reads the entry its lookup finds,
@@ -222,8 +223,9 @@ static int same_data(const struct res_pack_item *it, const unsigned char *data, 
 
 static int storable_name(const char *name, size_t len, size_t k, struct res_error *err)
 {
-	if (len == 0 || len > UINT16_MAX)
-		return fail(err, EINVAL, 0, "change %zu: a name of %zu bytes cannot be stored", k, len);
+	if (len == 0 || len > RES_NAME_MAX)
+		return fail(err, len ? ENAMETOOLONG : EINVAL, 0, "change %zu: a name of %zu bytes cannot be stored",
+			    k, len);
 	if (res_hash(name, len, 1) < 0)
 		return fail(err, EINVAL, 0, "\"%.*s\": negative signed-char hash sum; the game could not find it",
 			    (int)len, name);
@@ -234,8 +236,9 @@ static int check_change(const struct res_change *c, size_t k, struct res_error *
 {
 	if (c->op != RES_PUT && c->op != RES_DELETE && c->op != RES_RENAME)
 		return fail(err, EINVAL, 0, "change %zu: unknown operation %d", k, c->op);
-	if (c->name_len == 0 || c->name_len > UINT16_MAX)
-		return fail(err, EINVAL, 0, "change %zu: a name of %zu bytes cannot be stored", k, c->name_len);
+	if (c->name_len == 0 || c->name_len > RES_NAME_MAX)
+		return fail(err, c->name_len ? ENAMETOOLONG : EINVAL, 0,
+			    "change %zu: a name of %zu bytes cannot be stored", k, c->name_len);
 	if (c->op == RES_PUT && storable_name(c->name, c->name_len, k, err) < 0)
 		return -1;
 	if (c->op == RES_RENAME && storable_name(c->to, c->to_len, k, err) < 0)

@@ -395,8 +395,8 @@ static int pack(struct sink *out, struct res_pack_item *items, uint32_t n,
 	int rc = 0;
 
 	for (uint32_t i = 0; i < n; i++)
-		if (items[i].name_len == 0 || items[i].name_len > UINT16_MAX || items[i].length > UINT32_MAX) {
-			rc = fail(err, items[i].name_len ? EFBIG : EINVAL, 0,
+		if (items[i].name_len == 0 || items[i].name_len > RES_NAME_MAX || items[i].length > UINT32_MAX) {
+			rc = fail(err, !items[i].name_len ? EINVAL : items[i].name_len > RES_NAME_MAX ? ENAMETOOLONG : EFBIG, 0,
 				  "entry %u: name of %zu bytes or %llu bytes of data cannot be stored",
 				  i, items[i].name_len, (unsigned long long)items[i].length);
 			break;

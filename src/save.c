@@ -161,6 +161,8 @@ static int stored_name(const struct tree_node *a, const char *rel, const struct 
 
 		if (utf8_to_cp1251(backslashed, strlen(backslashed), out, &bad) < 0) {
 			rc = fail(err, EILSEQ, "byte %zu of \"%s\" has no cp1251 form", bad, rel);
+		} else if (out->len > RES_NAME_MAX) {
+			rc = fail(err, ENAMETOOLONG, "\"%s\" is longer than " RES_NAME_MAX_TEXT " bytes", rel);
 		} else {
 			/* a new name must show as itself, or the file would
 			 * turn up under another one (a part over 200 bytes) */

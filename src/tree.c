@@ -1096,6 +1096,7 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 	uint32_t n = 0, count;
 	size_t room_len;
 	char *what = tree_path(a);
+	struct build_log bl = { .what = what };
 
 	if (!a->parent && a->table) {
 		at->tab = *a->table; /* read at mount */
@@ -1127,12 +1128,14 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 	for (uint32_t i = 0; i < at->tab.hdr.count; i++) {
 		const struct res_entry *e = &at->tab.entries[i];
 
-		if (res_entry_faults(&at->tab, i, a->size) & RES_FAULT_NAME)
-			log_msg(LOG_WARNING, "%s: entry %u: name at %u+%u is outside the name block; skipped",
-				what, i, e->name_off, e->name_len);
-		else
+		if (!(res_entry_faults(&at->tab, i, a->size) & RES_FAULT_NAME))
 			members[n++] = (struct member){ i, e->name_off };
+		else if (build_log_ok(&bl))
+			log_msg(LOG_WARNING, "%s: entry %u: name at %u+%u %s; skipped",
+				what, i, e->name_off, e->name_len, res_name_fault_text(&at->tab, i));
 	}
+	if (bl.more)
+		log_msg(LOG_WARNING, "%s: %u more entries with a bad name not logged", what, bl.more);
 	*out = build_dir(t, at, a, a, members, n, dest, room);
 	if (room->refs == 0)
 		bigmem_free(room);

@@ -58,16 +58,17 @@ for i in $(seq 100); do
 done
 cp "$cur" "$B/deep.res"
 rawres "$B/names.res" '..' 'dotdot' 'a/b' 'slash' '' 'empty' 'x\000y' 'nul' 'Same' 'first' 'SAME' 'second' 'bad\230byte' 'undef'
-# 3000 entries whose names share one 60 000-byte run of the name block, one
-# name of 300 bytes, and "a": names the kernel cannot take (over 255 bytes)
-# and, stored whole, 180 MB of names from 1.5 MB of archive
+# 3000 entries whose names share one 60 000-byte run of the name block
+# (180 MB of names from 1.5 MB of archive: over RES_NAME_MAX, left out),
+# 3000 that share its first 1000 bytes (case duplicates of a name the
+# kernel cannot take, over 255 bytes), one name of 300 bytes, and "a"
 long=
 if command -v python3 >/dev/null; then
 	long=$B/long.res
 	python3 - "$long" <<'EOF'
 import struct, sys
 names = b'A' * 60000 + b'L' * 300 + b'a'
-rows = [(60000, 0)] * 3000 + [(300, 60000), (1, 60300)]
+rows = [(60000, 0)] * 3000 + [(1000, 0)] * 3000 + [(300, 60000), (1, 60300)]
 data = b'hello'
 head = struct.pack('<IIII', 0x019CE23C, len(rows), 16 + len(data), len(names))
 table = b''.join(struct.pack('<iIIIHI', -1, 5, 16, 1000000000, nl, no) for nl, no in rows)
@@ -115,8 +116,12 @@ if [ -n "$long" ]; then
 	l300=$(grep '^LLLL' "$WORK/long.ls")
 	check "... one of 300 shown as its first 190 bytes and a hash, and it reads" \
 		eval '[ "${#l300}" -eq 199 ] && [ "$(cat "$M/long.res/$l300")" = hello ]'
-	check "... 3000 case duplicates logged in at most 65 lines" [ "$(grep -c '/long.res' "$WORK/daemon.log")" -le 65 ]
+	check "... 3000 case duplicates logged in at most 64 lines" [ "$(grep -c '/long.res.*case duplicate' "$WORK/daemon.log")" -le 64 ]
 	check "... and counted in one" grep -q 'long.res: [0-9]* more warnings' "$WORK/daemon.log"
+	check "names over 1024 bytes: left out, logged in at most 64 lines" \
+		[ "$(grep -c 'long.res: entry [0-9]*: name at 0+60000 is longer than 1024 bytes; skipped' "$WORK/daemon.log")" -eq 64 ]
+	check "... and counted in one" grep -q 'long.res: 2936 more entries with a bad name not logged' "$WORK/daemon.log"
+	check "eifs check reports them" eval 'not "$E" check "$long" > "$WORK/long.check" 2>&1 && [ "$(grep -c "name 0+60000 is longer than 1024 bytes" "$WORK/long.check")" -eq 3000 ]' 
 fi
 check "the whole tree can be walked and read" sh -c "find '$M' -type f -exec cat {} + > /dev/null 2>&1; find '$M' | wc -l | grep -q ."
 rss=$(awk '/VmRSS/ { print $2 }' "/proc/$daemon/status")

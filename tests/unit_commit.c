@@ -675,6 +675,17 @@ Test(commit, refuses_bad_changes_and_damaged_archives)
 	cr_assert_eq(err.code, EINVAL);
 	cr_assert_eq(commit_path(fx.path, &op, 1, NULL, &err), -1);
 	cr_assert_eq(err.code, EINVAL);
+	{
+		char *over = g_strnfill(RES_NAME_MAX + 1, 'a');
+		struct res_change too_long = put(over, "1", 1), renamed = { "a", 1, RES_RENAME, NULL, 0, 0, over,
+									      RES_NAME_MAX + 1, 0 };
+
+		cr_assert_eq(commit_path(fx.path, &too_long, 1, NULL, &err), -1);
+		cr_assert_eq(err.code, ENAMETOOLONG, "%s", err.msg);
+		cr_assert_eq(commit_path(fx.path, &renamed, 1, NULL, &err), -1);
+		cr_assert_eq(err.code, ENAMETOOLONG, "%s", err.msg);
+		g_free(over);
+	}
 
 	h_put_u32(bad, 16 + 1 + 8, 1000); /* the entry's data offset, past the end */
 	bad_path = h_write_file(fx.dir, "bad.res", bad->data, bad->len);

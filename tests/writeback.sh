@@ -144,6 +144,13 @@ check "a new file named with 201 bytes: File name too long" fails_with 'too long
 check "... and a rename to it" fails_with 'too long' mv "$M/texts.res/say empty" "$M/texts.res/$long"
 check "... the archive untouched, 200 bytes are taken" \
 	eval '[ "$(md5sum < "$G/texts.res")" = "$sum" ] && echo y > "$M/texts.res/${long#x}" && [ "$(cat "$M/texts.res/${long#x}")" = y ] && rm "$M/texts.res/${long#x}"'
+# a stored name over 1024 bytes (RES_NAME_MAX), in parts that each fit
+deep=$(printf "${long#x}/%.0s" 1 2 3 4 5 6)f
+sum=$(md5sum < "$G/texts.res")
+check "a new file whose stored name passes 1024 bytes: File name too long" \
+	fails_with 'too long' sh -c "mkdir -p '$M/texts.res/$(dirname "$deep")' && echo x > '$M/texts.res/$deep'"
+check "... the archive untouched" eval '[ "$(md5sum < "$G/texts.res")" = "$sum" ]'
+rmdir -p "$M/texts.res/$(dirname "$deep")" 2>/dev/null
 
 # create, rename, delete, nested archives and backslash folders
 printf 'fresh' > "$M/quests.res/z1q1.mq/z1q1/new.txt"
