@@ -666,6 +666,8 @@ out:
 struct archive_table {
 	struct res_table tab;
 	uint32_t refs;        /* the directory being built + those not loaded yet */
+	uint8_t *windows;     /* WINDOW_* of each entry; made when the first
+			       * nested archive is met */
 };
 
 struct member {
@@ -696,6 +698,7 @@ static void archive_table_unref(struct archive_table *at)
 {
 	if (--at->refs > 0)
 		return;
+	g_free(at->windows);
 	res_table_free(&at->tab);
 	g_free(at);
 }
@@ -729,8 +732,93 @@ static void log_rewritten_name(struct build_log *bl, uint32_t i, const char *raw
 	g_string_free(shown, TRUE);
 }
 
+/* ---- entries that share bytes ------------------------------------------ */
+
+/* Entries may share their bytes: a packer's dedup gives identical ones
+ * one copy (the same offset and length), and the game reads each.  A
+ * nested archive shown as a directory in every copy is fine once; copies
+ * of copies multiply, though: four entries sharing one window, nested 16
+ * deep, made 4^16 directories of a 1.3 KB file.  So a copy is a directory
+ * unless it lies in a copy already, and bytes that only partly overlap
+ * another entry's (no packer makes those) are never one. */
+enum { WINDOW_OWN, WINDOW_COPY, WINDOW_OVERLAP };
+
+struct window {
+	uint64_t off, len;
+	const char *name;
+	uint32_t name_len, slot;
+};
+
+/* By place, then the stored name: the first of a set of copies is the
+ * same after a save renumbers the table. */
+static int window_order(const void *a, const void *b)
+{
+	const struct window *x = a, *y = b;
+	int c;
+
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	c = memcmp(x->name, y->name, MIN(x->name_len, y->name_len));
+	if (c)
+		return c;
+	if (x->name_len != y->name_len)
+		return x->name_len < y->name_len ? -1 : 1;
+	return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+/* Marks the windows g up to h (copies of one another) as overlapping. */
+static void mark_overlap(uint8_t *kind, const struct window *w, uint32_t g)
+{
+	for (uint32_t h = g; ; h++) {
+		kind[w[h].slot] = WINDOW_OVERLAP;
+		if (w[h + 1].off != w[g].off || w[h + 1].len != w[g].len)
+			break;
+	}
+}
+
+/* WINDOW_* of every entry of tab, by one sweep over the entries sorted by
+ * place (those that could hold an archive: whole, at least a header).  An
+ * entry overlaps an earlier one exactly when it starts before the furthest
+ * end met so far; the one that reached that end overlaps it too, and so
+ * is every entry that overlaps any other marked (the one right after it
+ * in the sweep does, and the furthest end is its own then). */
+static uint8_t *table_windows(const struct res_table *tab, uint64_t archive_len)
+{
+	uint32_t n = tab->hdr.count, m = 0, far = 0;
+	struct window *w = g_new(struct window, (size_t)n + 1);
+	uint8_t *kind = g_malloc0(n ? n : 1);
+	uint64_t far_end = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct res_entry *e = &tab->entries[i];
+
+		if (e->length >= RES_HEADER_SIZE && !res_entry_faults(tab, i, archive_len))
+			w[m++] = (struct window){ e->offset, e->length, res_entry_name(tab, i), e->name_len, i };
+	}
+	qsort(w, m, sizeof *w, window_order);
+	w[m] = (struct window){ UINT64_MAX, 0, "", 0, 0 }; /* ends mark_overlap's walks */
+	for (uint32_t g = 0, h; g < m; g = h) {
+		for (h = g + 1; h < m && w[h].off == w[g].off && w[h].len == w[g].len; h++)
+			kind[w[h].slot] = WINDOW_COPY;
+		if (g > 0 && w[g].off < far_end) {
+			mark_overlap(kind, w, g);
+			if (kind[w[far].slot] != WINDOW_OVERLAP)
+				mark_overlap(kind, w, far);
+		}
+		if (w[g].off + w[g].len > far_end) {
+			far_end = w[g].off + w[g].len;
+			far = g;
+		}
+	}
+	g_free(w);
+	return kind;
+}
+
 /* Is this entry itself an archive to show as a directory? */
-static int is_nested_archive(struct tree_node *n, const struct tree_node *archive, struct build_log *bl)
+static int is_nested_archive(struct tree_node *n, const struct tree_node *archive, struct archive_table *at,
+			     struct build_log *bl)
 {
 	int candidate = names_is_archive_ext(n->name)
 		|| (!strchr(n->name, '.')
@@ -757,13 +845,26 @@ static int is_nested_archive(struct tree_node *n, const struct tree_node *archiv
 					what, (unsigned long long)n->offset);
 			ok = 0;
 		}
+	if (ok && !at->windows)
+		at->windows = table_windows(&at->tab, archive->size);
+	if (ok && at->windows[n->slot] == WINDOW_OVERLAP) {
+		if (build_log_ok(bl))
+			log_msg(LOG_WARNING, "%s: its bytes partly overlap another entry's; shown as a file", what);
+		ok = 0;
+	} else if (ok && at->windows[n->slot] == WINDOW_COPY && archive->via_copy) {
+		if (build_log_ok(bl))
+			log_msg(LOG_WARNING, "%s: shares its bytes with an entry beside it, inside an archive "
+				"that does too; shown as a file", what);
+		ok = 0;
+	}
 	g_free(what);
 	return ok;
 }
 
-static void fill_entry(struct tree_node *n, struct tree_node *archive, const struct res_table *tab,
+static void fill_entry(struct tree_node *n, struct tree_node *archive, struct archive_table *at,
 		       uint32_t i, struct build_log *bl)
 {
+	const struct res_table *tab = &at->tab;
 	const struct res_entry *e = &tab->entries[i];
 
 	n->kind = NODE_ENTRY;
@@ -782,8 +883,9 @@ static void fill_entry(struct tree_node *n, struct tree_node *archive, const str
 			what, e->offset, e->length, (unsigned long long)archive->size);
 		g_free(what);
 	}
-	if (is_nested_archive(n, archive, bl)) {
+	if (is_nested_archive(n, archive, at, bl)) {
 		n->kind = NODE_ARCHIVE;
+		n->via_copy = archive->via_copy || at->windows[i] == WINDOW_COPY;
 		n->depth = archive->depth + 1;
 		n->mode = dir_mode(archive->mode, archive->src->writable);
 	}
@@ -995,7 +1097,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		}
 		if (next_component(tab, &m[k], scratch, &comp, &len, &next_at)) {
 			c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, e->name_len, &bl);
-			fill_entry(c, archive, tab, m[k].entry, &bl);
+			fill_entry(c, archive, at, m[k].entry, &bl);
 			log_rewritten_name(&bl, m[k].entry, tab->names + e->name_off, e->name_len);
 			dest[k] = 0;
 			continue;

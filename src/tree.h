@@ -73,7 +73,11 @@ struct tree_node {
 	uint8_t kind;
 	uint8_t depth;              /* archive nesting level */
 	uint8_t faults;             /* RES_FAULT_* of an entry */
-	uint8_t view;               /* VIEW: its type in the table of views.c */
+	union {
+		uint8_t view;       /* VIEW: its type in the table of views.c */
+		uint8_t via_copy;   /* nested ARCHIVE: it, or an archive it lies in,
+				     * shares its bytes with an entry beside it */
+	};
 	union {
 		struct {
 			int plain_fd;        /* PLAIN: opened on first read, -1 before */

@@ -57,6 +57,30 @@ for i in $(seq 100); do
 	cur=$WORK/lvl$i.res name=d.res
 done
 cp "$cur" "$B/deep.res"
+# ten levels of four copies of one archive sharing their bytes (pack
+# --dedup): 350 000 directories if every copy were one, from 1.3 KB
+cur=$WORK/leaf.txt name=leaf ext=txt
+for i in $(seq 10); do
+	rm -rf "$WORK/lvl" && mkdir "$WORK/lvl"
+	for c in 0 1 2 3; do cp "$cur" "$WORK/lvl/$name$c.$ext"; done
+	"$E" pack --dedup "$WORK/lvl" "$WORK/fan$i.res" 2>/dev/null || break
+	cur=$WORK/fan$i.res name=x ext=res
+done
+cp "$cur" "$B/fanout.res"
+# two nested archives whose bytes partly overlap: the first's window runs
+# 8 bytes into the second
+if command -v python3 >/dev/null; then
+	python3 - "$WORK/fan1.res" "$B/partial.res" <<'EOF'
+import struct, sys
+x = open(sys.argv[1], 'rb').read()
+data = x + x
+names = b'a.modb.mod'
+head = struct.pack('<IIII', 0x019CE23C, 2, 16 + len(data), len(names))
+table = struct.pack('<iIIIHI', -1, len(x) + 8, 16, 1000000000, 5, 0) + \
+	struct.pack('<iIIIHI', -1, len(x), 16 + len(x), 1000000000, 5, 5)
+open(sys.argv[2], 'wb').write(head + data + table + names)
+EOF
+fi
 rawres "$B/names.res" '..' 'dotdot' 'a/b' 'slash' '' 'empty' 'x\000y' 'nul' 'Same' 'first' 'SAME' 'second' 'bad\230byte' 'undef'
 # 3000 entries whose names share one 60 000-byte run of the name block
 # (180 MB of names from 1.5 MB of archive: over RES_NAME_MAX, left out),
@@ -108,6 +132,17 @@ check "an archive that contains itself is a file inside itself" [ -f "$M/self.re
 depth=$(cd "$M/deep.res" && find . -type d | awk -F/ '{ print NF - 1 }' | sort -n | tail -n1)
 check "100 nested archives: directories stop at the depth limit (16)" [ "$depth" -eq 16 ]
 check "... logged" grep -q 'nested deeper than 16 levels' "$WORK/daemon.log"
+# in each archive that is no copy, its four are directories; in a copy,
+# only the first (by name): with nine levels below fanout.res itself,
+# 1 + sum over j = 1..9 of 4 + 3 (j - 1)
+check "copies of one archive: directories, but not a copy's copies (145)" \
+	[ "$(find "$M/fanout.res" -type d | wc -l)" -eq 145 ]
+check "... and the rest files that read" eval '[ -f "$M/fanout.res/x1.res/x1.res" ] && cmp -s "$M/fanout.res/x1.res/x1.res" "$WORK/fan8.res"'
+check "... logged" grep -q 'fanout.res/x1.res/x1.res: shares its bytes with an entry beside it, inside an archive that does too; shown as a file' "$WORK/daemon.log"
+if [ -f "$B/partial.res" ]; then
+	check "archives that partly overlap: both shown as files" eval '[ -f "$M/partial.res/a.mod" ] && [ -f "$M/partial.res/b.mod" ]'
+	check "... logged" grep -q 'partial.res/b.mod: its bytes partly overlap another entry.s; shown as a file' "$WORK/daemon.log"
+fi
 check "odd names rewritten, none escapes" eval '[ -f "$M/names.res/%2E%2E" ] && [ -f "$M/names.res/a%2Fb" ] && [ -f "$M/names.res/x%00y" ] && [ -f "$M/names.res/SAME~0a5e7f3b" ]'
 if [ -n "$long" ]; then
 	ls "$M/long.res" | grep -v '\.txt$' > "$WORK/long.ls"
