@@ -25,6 +25,7 @@ void fuzz_adb_one(const uint8_t *data, size_t size);
 void fuzz_mob_one(const uint8_t *data, size_t size);
 void fuzz_models_one(const uint8_t *data, size_t size);
 void fuzz_mpr_one(const uint8_t *data, size_t size);
+void fuzz_tree_one(const uint8_t *data, size_t size);
 
 /* A property the code under test promises did not hold: say which and
  * abort, so that libFuzzer keeps the input as a crash. */

@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 seconds=${1:-30}
 shift || true
-all_targets="res reg ini mmp png db jsonl adb mob models mpr"
+all_targets="res reg ini mmp png db jsonl adb mob models mpr tree"
 targets=${*:-$all_targets}
 EIFS=${EIFS:-$root/src/eifs}
 DEMO=${DEMO:-$root/demo/Res}
@@ -28,7 +28,7 @@ build=$here/build
 corpus=$here/corpus
 crashes=$here/crashes
 # Larger inputs only slow a target down; archives hold whole files.
-max_len_of() { [ "$1" = res ] && echo 131072 || echo 32768; }
+max_len_of() { case $1 in res | tree) echo 131072 ;; *) echo 32768 ;; esac; }
 
 # The format library as Makefile.am lists it, in an archive: each target
 # links what it uses, and a module that starts needing another finds it.
@@ -142,7 +142,7 @@ seed_db() { # FILE KIND
 classify() { # FILE
 	local f=$1 k out=$build/conv
 	case "$(magic "$f")" in
-	3ce29c01) seed res "$f" ;;
+	3ce29c01) seed res "$f"; seed tree "$f" ;;
 	fb3eab45) seed reg "$f"
 		"$EIFS" convert "$f" "$out.ini" >/dev/null 2>&1 && seed ini "$out.ini" ;;
 	4d4d5000) seed mmp "$f"

@@ -22,7 +22,7 @@ static const struct target targets[] = {
 	{ "res", fuzz_res_one }, { "reg", fuzz_reg_one }, { "ini", fuzz_ini_one },
 	{ "mmp", fuzz_mmp_one }, { "png", fuzz_png_one }, { "db", fuzz_db_one },
 	{ "jsonl", fuzz_jsonl_one }, { "adb", fuzz_adb_one }, { "mob", fuzz_mob_one },
-	{ "models", fuzz_models_one }, { "mpr", fuzz_mpr_one },
+	{ "models", fuzz_models_one }, { "mpr", fuzz_mpr_one }, { "tree", fuzz_tree_one },
 };
 
 static char *input_path(const char *target, const char *name)
