@@ -11,6 +11,13 @@
 #include <unistd.h>
 #include <glib.h>
 
+/* A snapshot up to this size is a copy, taken while writes wait: what a
+ * save stores is then one version, whatever writes come during the save.
+ * A larger one maps the memory file, not to hold a huge file twice; a
+ * write during its save can give the save a mix of two versions, which
+ * the save that write makes replaces. */
+enum { SNAPSHOT_COPY_MAX = 64 << 20 };
+
 struct edit {
 	int refs;
 	pthread_mutex_t save_lock; /* one save at a time, held through it */
@@ -23,6 +30,10 @@ struct edit {
 	uint64_t file_size;
 	int maps;                  /* snapshots mapping the memory file now */
 	int writing;               /* writes under way, unlocked */
+	int copying;               /* a snapshot waits for them, or copies:
+				    * writes wait until it is done */
+	pthread_cond_t quiet;      /* writing or copying ended */
+	size_t copy_max;           /* SNAPSHOT_COPY_MAX, or a test's */
 	int64_t mtime;
 	int writers;
 	uint64_t version;          /* counts changes of the contents */
@@ -52,6 +63,8 @@ struct edit *edit_new(int64_t mtime)
 	}
 	e->refs = 1;
 	e->mtime = mtime;
+	e->copy_max = SNAPSHOT_COPY_MAX;
+	pthread_cond_init(&e->quiet, NULL);
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->save_lock, NULL);
 	return e;
@@ -67,6 +80,7 @@ void edit_unref(struct edit *e)
 	if (!e || __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	close(e->fd);
+	pthread_cond_destroy(&e->quiet);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->save_lock);
 	g_free(e->message);
@@ -106,17 +120,21 @@ static int write_at(int fd, const void *buf, size_t len, uint64_t off)
 }
 
 /* Writes len bytes at off, unlocked, and returns with the lock held.
- * Counted meanwhile: the end of a save's map must not cut them away. */
+ * Counted meanwhile: the end of a save's map must not cut them away, and
+ * a snapshot's copy waits for them. */
 static int write_locked_after(struct edit *e, const void *buf, size_t len, uint64_t off)
 {
 	int rc;
 
 	pthread_mutex_lock(&e->lock);
+	while (e->copying)
+		pthread_cond_wait(&e->quiet, &e->lock);
 	e->writing++;
 	pthread_mutex_unlock(&e->lock);
 	rc = write_at(e->fd, buf, len, off);
 	pthread_mutex_lock(&e->lock);
-	e->writing--;
+	if (--e->writing == 0 && e->copying)
+		pthread_cond_broadcast(&e->quiet);
 	if (rc == 0 && off + len > e->size)
 		e->size = off + len;
 	if (rc == 0 && off + len > e->file_size)
@@ -300,25 +318,61 @@ static void unmapped(struct edit *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* The contents into a buffer of their own, the lock held and no write
+ * under way; NULL when there is no memory for them. */
+static void *copy_contents(struct edit *e, size_t len)
+{
+	unsigned char *copy = g_try_malloc(len);
+	size_t done = 0;
+
+	while (copy && done < len) {
+		ssize_t n = pread(e->fd, copy + done, len - done, (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) { /* the memory file is size long at least: not expected */
+			g_free(copy);
+			return NULL;
+		}
+		done += (size_t)n;
+	}
+	return copy;
+}
+
+void edit_set_snapshot_copy_max(struct edit *e, size_t max)
+{
+	pthread_mutex_lock(&e->lock);
+	e->copy_max = max;
+	pthread_mutex_unlock(&e->lock);
+}
+
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&e->save_lock);
 	pthread_mutex_lock(&e->lock);
+	e->copying = 1;
+	while (e->writing)
+		pthread_cond_wait(&e->quiet, &e->lock);
 	s->version = e->version;
 	s->len = (size_t)e->size;
 	s->mtime = e->mtime;
 	s->map = NULL;
+	s->copy = NULL;
 	s->data = (const unsigned char *)"";
 	if (e->version == e->saved)
 		rc = 1;
 	else if (e->version + 1 == e->failed)
 		rc = -e->error;
-	if (rc >= 0 && s->len)
+	if (rc >= 0 && s->len && s->len <= e->copy_max && (s->copy = copy_contents(e, s->len)))
+		s->data = s->copy;
+	else if (rc >= 0 && s->len)
 		e->maps++; /* the memory file keeps its size from now on */
+	e->copying = 0;
+	pthread_cond_broadcast(&e->quiet);
 	pthread_mutex_unlock(&e->lock);
-	if (rc >= 0 && s->len) {
+	if (rc >= 0 && s->len && !s->copy) {
 		/* writes may go on meanwhile: they make a newer version */
 		s->map = mmap(NULL, s->len, PROT_READ, MAP_SHARED, e->fd, 0);
 		if (s->map == MAP_FAILED) {
@@ -370,7 +424,9 @@ void edit_snapshot_end(struct edit *e, struct edit_snapshot *s)
 		munmap(s->map, s->len);
 		unmapped(e);
 	}
+	g_free(s->copy);
 	s->map = NULL;
+	s->copy = NULL;
 	pthread_mutex_unlock(&e->save_lock);
 }
 

@@ -79,16 +79,21 @@ int edit_idle(struct edit *e);
  * takes the edit's save lock (one save at a time; writes go on) and
  * returns 0 when the snapshot is to be saved, 1 when it already was, or
  * -errno when this very version failed before (data is then empty).
- * Every call is followed by
- * edit_snapshot_end, after edit_saved or edit_failed. */
+ * The data is one version: a copy, taken while writes wait, of contents
+ * up to 64 MiB; a map of larger ones, which writes during the save may
+ * change (they make a newer version, saved next).  Every call is followed
+ * by edit_snapshot_end, after edit_saved or edit_failed. */
 struct edit_snapshot {
 	const unsigned char *data; /* len bytes ("" when empty) */
 	size_t len;
 	int64_t mtime;
 	uint64_t version;
 	void *map;                 /* private */
+	void *copy;                /* private */
 };
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s);
+/* Tests: snapshots of contents over max bytes map rather than copy. */
+void edit_set_snapshot_copy_max(struct edit *e, size_t max);
 /* The snapshot's version is saved; sticky_source and sticky_digest, when
  * not NULL, make the text stay shown while the source has this identity
  * (with its mtime) or holds these bytes; NULL ends an earlier save's. */

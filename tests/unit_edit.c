@@ -2,8 +2,10 @@
  * keeps showing its text as written ("sticky"). */
 #include <criterion/criterion.h>
 
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
+#include <glib.h>
 
 #include "edit.h"
 
@@ -118,6 +120,7 @@ Test(edit, a_truncate_during_a_save_keeps_the_snapshot_readable)
 	size_t same = 0;
 
 	cr_assert_not_null(e);
+	edit_set_snapshot_copy_max(e, 0); /* a map, as of a file over 64 MiB */
 	memset(big, 'N', sizeof big);
 	cr_assert_eq(edit_write(e, big, sizeof big, 0), 0);
 	cr_assert_eq(edit_snapshot_begin(e, &s), 0);
@@ -139,4 +142,74 @@ Test(edit, a_truncate_during_a_save_keeps_the_snapshot_readable)
 	cr_assert_eq(pread(edit_fd(e), got, 8, 2), 8);
 	cr_assert_eq(memcmp(got, "\0\0ab\0\0\0\0", 8), 0, "a file grown by truncate reads zeros");
 	edit_unref(e);
+}
+
+/* A writer that rewrites the whole file, over and over, with one letter
+ * then the next: every version is one letter throughout. */
+struct rewriter {
+	struct edit *e;
+	int stop;
+	unsigned rounds;
+};
+
+enum { REWRITE_LEN = 1 << 20 };
+
+static void *rewrite(void *p)
+{
+	struct rewriter *r = p;
+	char *buf = g_malloc(REWRITE_LEN);
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		memset(buf, 'A' + (int)(r->rounds++ % 26), REWRITE_LEN);
+		cr_assert_eq(edit_write(r->e, buf, REWRITE_LEN, 0), 0);
+	}
+	g_free(buf);
+	return NULL;
+}
+
+static size_t other_letters(const struct edit_snapshot *s)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->len; i++)
+		n += s->data[i] != s->data[0];
+	return n;
+}
+
+/* With the memory file mapped, a save during such writes read letters of
+ * two versions (the mix it could store until the next save), or saw its
+ * letter change under it. */
+Test(edit, a_snapshot_is_one_version_while_writes_go_on)
+{
+	struct rewriter r = { .e = edit_new(50) };
+	char *first = g_malloc(REWRITE_LEN);
+	pthread_t t;
+	unsigned mixed = 0, snapshots;
+
+	cr_assert_not_null(r.e);
+	memset(first, 'Z', REWRITE_LEN);
+	cr_assert_eq(edit_write(r.e, first, REWRITE_LEN, 0), 0);
+	cr_assert_eq(pthread_create(&t, NULL, rewrite, &r), 0);
+	for (snapshots = 0; snapshots < 200 || r.rounds < 20; snapshots++) {
+		struct edit_snapshot s;
+		int rc = edit_snapshot_begin(r.e, &s);
+
+		cr_assert_geq(rc, 0);
+		if (rc == 0) {
+			unsigned char letter = s.data[0];
+
+			cr_assert_eq(s.len, REWRITE_LEN);
+			mixed += other_letters(&s) != 0;
+			usleep(200); /* while the writer goes on */
+			mixed += other_letters(&s) != 0 || s.data[0] != letter;
+			edit_saved(r.e, &s, NULL, NULL);
+		}
+		edit_snapshot_end(r.e, &s);
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	cr_assert_eq(mixed, 0, "%u looks of %u snapshots saw another version (%u rewrites)", mixed, snapshots,
+		     r.rounds);
+	g_free(first);
+	edit_unref(r.e);
 }
