@@ -365,7 +365,9 @@ int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s)
 		rc = 1;
 	else if (e->version + 1 == e->failed)
 		rc = -e->error;
-	if (rc >= 0 && s->len && s->len <= e->copy_max && (s->copy = copy_contents(e, s->len)))
+	/* only a version to save is copied (under the lock: reads of the
+	 * file wait too); one saved already is mostly not looked at */
+	if (rc == 0 && s->len && s->len <= e->copy_max && (s->copy = copy_contents(e, s->len)))
 		s->data = s->copy;
 	else if (rc >= 0 && s->len)
 		e->maps++; /* the memory file keeps its size from now on */

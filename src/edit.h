@@ -79,9 +79,10 @@ int edit_idle(struct edit *e);
  * takes the edit's save lock (one save at a time; writes go on) and
  * returns 0 when the snapshot is to be saved, 1 when it already was, or
  * -errno when this very version failed before (data is then empty).
- * The data is one version: a copy, taken while writes wait, of contents
- * up to 64 MiB; a map of larger ones, which writes during the save may
- * change (they make a newer version, saved next).  Every call is followed
+ * The data of a version to save is that version: a copy, taken while
+ * writes wait, of contents up to 64 MiB; else, and for a version saved
+ * already, a map, which writes during the save may change (they make a
+ * newer version, saved next).  Every call is followed
  * by edit_snapshot_end, after edit_saved or edit_failed. */
 struct edit_snapshot {
 	const unsigned char *data; /* len bytes ("" when empty) */
