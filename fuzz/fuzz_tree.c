@@ -25,20 +25,26 @@ enum {
 
 /* The file the tree opens, rewritten with each input; named .anm so that
  * its extensionless entries count as archives too (FORMATS 7.1). */
+static char archive_path[64];
+
+static void remove_archive_file(void)
+{
+	unlink(archive_path);
+}
+
 static const char *archive_file(void)
 {
-	static char path[64];
-
-	if (!path[0]) {
+	if (!archive_path[0]) {
 		int fd;
 
-		snprintf(path, sizeof path, "/tmp/fuzz_tree-XXXXXX.anm");
-		fd = mkstemps(path, 4);
-		FUZZ_CHECK(fd >= 0, "cannot make %s", path);
+		snprintf(archive_path, sizeof archive_path, "/tmp/fuzz_tree-XXXXXX.anm");
+		fd = mkstemps(archive_path, 4);
+		FUZZ_CHECK(fd >= 0, "cannot make %s", archive_path);
 		close(fd);
+		atexit(remove_archive_file);
 		log_set_quiet(1); /* every bad entry is logged: not per input */
 	}
-	return path;
+	return archive_path;
 }
 
 static int write_file(const char *path, const uint8_t *data, size_t size)
