@@ -11,29 +11,17 @@
 #include <unistd.h>
 #include <glib.h>
 
-/* A snapshot up to this size is a copy, taken while writes wait: what a
- * save stores is then one version, whatever writes come during the save.
- * A larger one maps the memory file, not to hold a huge file twice; a
- * write during its save can give the save a mix of two versions, which
- * the save that write makes replaces. */
-enum { SNAPSHOT_COPY_MAX = 64 << 20 };
-
 struct edit {
 	int refs;
 	pthread_mutex_t save_lock; /* one save at a time, held through it */
 	pthread_mutex_t lock;      /* the fields below; held only briefly */
 	int fd;                    /* a memory file with the contents */
 	uint64_t size;
-	/* The memory file's own size, size or more: it shrinks only while no
-	 * save maps it (a map's pages past the end fault with SIGBUS, and a
-	 * write of them fails with EFAULT).  Past size it holds zeros. */
-	uint64_t file_size;
-	int maps;                  /* snapshots mapping the memory file now */
 	int writing;               /* writes under way, unlocked */
 	int copying;               /* a snapshot waits for them, or copies:
 				    * writes wait until it is done */
 	pthread_cond_t quiet;      /* writing or copying ended */
-	size_t copy_max;           /* SNAPSHOT_COPY_MAX, or a test's */
+	size_t copy_max;           /* SIZE_MAX, or a test's "no memory" above it */
 	int64_t mtime;
 	int writers;
 	uint64_t version;          /* counts changes of the contents */
@@ -63,7 +51,7 @@ struct edit *edit_new(int64_t mtime)
 	}
 	e->refs = 1;
 	e->mtime = mtime;
-	e->copy_max = SNAPSHOT_COPY_MAX;
+	e->copy_max = SIZE_MAX;
 	pthread_cond_init(&e->quiet, NULL);
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->save_lock, NULL);
@@ -120,8 +108,7 @@ static int write_at(int fd, const void *buf, size_t len, uint64_t off)
 }
 
 /* Writes len bytes at off, unlocked, and returns with the lock held.
- * Counted meanwhile: the end of a save's map must not cut them away, and
- * a snapshot's copy waits for them. */
+ * Counted meanwhile: a snapshot's copy waits for them. */
 static int write_locked_after(struct edit *e, const void *buf, size_t len, uint64_t off)
 {
 	int rc;
@@ -137,8 +124,6 @@ static int write_locked_after(struct edit *e, const void *buf, size_t len, uint6
 		pthread_cond_broadcast(&e->quiet);
 	if (rc == 0 && off + len > e->size)
 		e->size = off + len;
-	if (rc == 0 && off + len > e->file_size)
-		e->file_size = off + len;
 	return rc;
 }
 
@@ -161,47 +146,12 @@ int edit_write(struct edit *e, const void *buf, size_t len, uint64_t off)
 	return rc;
 }
 
-/* Zeros from off to the memory file's end, which stays where it is. */
-static int zero_tail(struct edit *e, uint64_t off)
-{
-	static const char zeros[65536];
-
-	if (off >= e->file_size)
-		return 0;
-	if (fallocate(e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-		      (off_t)(e->file_size - off)) == 0)
-		return 0;
-	for (uint64_t at = off; at < e->file_size; at += sizeof zeros) {
-		size_t n = e->file_size - at < sizeof zeros ? (size_t)(e->file_size - at) : sizeof zeros;
-		int rc = write_at(e->fd, zeros, n, at);
-
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* The memory file cut or grown to size (the lock held): cut only where
- * no save maps it, else zeroed past size. */
-static int resize(struct edit *e, uint64_t size)
-{
-	if (size < e->file_size && e->maps > 0)
-		return zero_tail(e, size);
-	if (size != e->file_size) {
-		if (ftruncate(e->fd, (off_t)size) < 0)
-			return -errno;
-		e->file_size = size;
-	}
-	return 0;
-}
-
 int edit_truncate(struct edit *e, uint64_t size)
 {
 	int rc;
 
 	pthread_mutex_lock(&e->lock);
-	/* what lies between the old end and the new is zeros already */
-	rc = size < e->size || size > e->file_size ? resize(e, size) : 0;
+	rc = ftruncate(e->fd, (off_t)size) < 0 ? -errno : 0;
 	if (rc == 0)
 		e->size = size;
 	e->version++;
@@ -307,22 +257,11 @@ int edit_idle(struct edit *e)
 	return idle;
 }
 
-/* A snapshot's map is gone: the last one cuts the zeros a truncate left,
- * unless a write under way may have put its bytes there.  Else they stay
- * for the next truncate or save: reads end at size all the same. */
-static void unmapped(struct edit *e)
-{
-	pthread_mutex_lock(&e->lock);
-	if (--e->maps == 0 && !e->writing && e->file_size > e->size)
-		resize(e, e->size);
-	pthread_mutex_unlock(&e->lock);
-}
-
 /* The contents into a buffer of their own, the lock held and no write
  * under way; NULL when there is no memory for them. */
 static void *copy_contents(struct edit *e, size_t len)
 {
-	unsigned char *copy = g_try_malloc(len);
+	unsigned char *copy = len <= e->copy_max ? g_try_malloc(len) : NULL;
 	size_t done = 0;
 
 	while (copy && done < len) {
@@ -346,7 +285,7 @@ void edit_set_snapshot_copy_max(struct edit *e, size_t max)
 	pthread_mutex_unlock(&e->lock);
 }
 
-int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s)
+int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, unsigned flags)
 {
 	int rc = 0;
 
@@ -358,33 +297,29 @@ int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s)
 	s->version = e->version;
 	s->len = (size_t)e->size;
 	s->mtime = e->mtime;
-	s->map = NULL;
 	s->copy = NULL;
 	s->data = (const unsigned char *)"";
 	if (e->version == e->saved)
 		rc = 1;
 	else if (e->version + 1 == e->failed)
 		rc = -e->error;
-	/* only a version to save is copied (under the lock: reads of the
-	 * file wait too); one saved already is mostly not looked at */
-	if (rc == 0 && s->len && s->len <= e->copy_max && (s->copy = copy_contents(e, s->len)))
-		s->data = s->copy;
-	else if (rc >= 0 && s->len)
-		e->maps++; /* the memory file keeps its size from now on */
+	/* A copy, however large, taken while writes wait (and reads, on the
+	 * lock): a map of the memory file would let writes during the save
+	 * store a mix of two versions, there until the next save, or for
+	 * good after a crash.  No memory for it fails this save, not the
+	 * version: a later one may have it. */
+	if ((rc == 0 || (rc == 1 && (flags & EDIT_SNAPSHOT_SAVED_TOO))) && s->len) {
+		s->copy = copy_contents(e, s->len);
+		if (s->copy)
+			s->data = s->copy;
+		else
+			rc = -ENOMEM;
+	}
+	if (!s->copy)
+		s->len = 0;
 	e->copying = 0;
 	pthread_cond_broadcast(&e->quiet);
 	pthread_mutex_unlock(&e->lock);
-	if (rc >= 0 && s->len && !s->copy) {
-		/* writes may go on meanwhile: they make a newer version */
-		s->map = mmap(NULL, s->len, PROT_READ, MAP_SHARED, e->fd, 0);
-		if (s->map == MAP_FAILED) {
-			s->map = NULL;
-			rc = -errno;
-			unmapped(e);
-		} else {
-			s->data = s->map;
-		}
-	}
 	return rc;
 }
 
@@ -422,12 +357,7 @@ void edit_failed(struct edit *e, const struct edit_snapshot *s, int err, char *m
 
 void edit_snapshot_end(struct edit *e, struct edit_snapshot *s)
 {
-	if (s->map) {
-		munmap(s->map, s->len);
-		unmapped(e);
-	}
 	g_free(s->copy);
-	s->map = NULL;
 	s->copy = NULL;
 	pthread_mutex_unlock(&e->save_lock);
 }

@@ -446,7 +446,14 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 
 	if (in->scratch)
 		return 1; /* kept in memory until renamed (fs_names.c): not saved */
-	rc = edit_snapshot_begin(e, &s);
+	rc = edit_snapshot_begin(e, &s, 0);
+	if (rc == -ENOMEM) {
+		char *what = inode_path(fs->inodes, in);
+
+		log_msg(LOG_ERR, "%s: not saved: no memory for a copy of it to save (%s); kept, to save at the next close or fsync",
+			what, strerror(ENOMEM));
+		g_free(what);
+	}
 	if (rc != 0) {
 		edit_snapshot_end(e, &s);
 		return rc < 0 ? rc : 0;
