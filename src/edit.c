@@ -5,11 +5,22 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #include <glib.h>
+
+/* A snapshot is a copy, taken while writes wait: what a save stores is
+ * then one version, whatever writes come during the save.  Up to this
+ * size always; a larger one while the system has twice its size
+ * available.  Else it maps the memory file rather than risk the daemon
+ * (and every unsaved edit with it) to the OOM killer: a write during
+ * that save can give it a mix of two versions, which the save that
+ * write makes replaces. */
+enum { SNAPSHOT_COPY_ALWAYS = 64 << 20 };
 
 struct edit {
 	int refs;
@@ -17,11 +28,16 @@ struct edit {
 	pthread_mutex_t lock;      /* the fields below; held only briefly */
 	int fd;                    /* a memory file with the contents */
 	uint64_t size;
+	/* The memory file's own size, size or more: it shrinks only while no
+	 * save maps it (a map's pages past the end fault with SIGBUS, and a
+	 * write of them fails with EFAULT).  Past size it holds zeros. */
+	uint64_t file_size;
+	int maps;                  /* snapshots mapping the memory file now */
 	int writing;               /* writes under way, unlocked */
-	int copying;               /* a snapshot waits for them, or copies:
-				    * writes wait until it is done */
-	pthread_cond_t quiet;      /* writing or copying ended */
-	size_t copy_max;           /* SIZE_MAX, or a test's "no memory" above it */
+	int holding;               /* snapshots and truncates that wait for
+				    * them, or work: writes wait meanwhile */
+	pthread_cond_t quiet;      /* writing or holding ended */
+	size_t copy_max;           /* SIZE_MAX, or a test's: no copy above */
 	int64_t mtime;
 	int writers;
 	uint64_t version;          /* counts changes of the contents */
@@ -107,23 +123,71 @@ static int write_at(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* Zeros over len bytes at off of the memory file, whose size stays. */
+static int zero_range(struct edit *e, uint64_t off, uint64_t len)
+{
+	static const char zeros[65536];
+
+	if (fallocate(e->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+		return 0;
+	for (uint64_t at = off; at < off + len; at += sizeof zeros) {
+		size_t n = off + len - at < sizeof zeros ? (size_t)(off + len - at) : sizeof zeros;
+		int rc = write_at(e->fd, zeros, n, at);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Takes the lock, once no write is under way, and keeps new ones off
+ * until unhold: a truncate must not cut a write's bytes between its
+ * pwrite and its size, and a snapshot sees one version. */
+static void hold(struct edit *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->holding++;
+	while (e->writing)
+		pthread_cond_wait(&e->quiet, &e->lock);
+}
+
+static void unhold(struct edit *e)
+{
+	if (--e->holding == 0)
+		pthread_cond_broadcast(&e->quiet);
+	pthread_mutex_unlock(&e->lock);
+}
+
 /* Writes len bytes at off, unlocked, and returns with the lock held.
- * Counted meanwhile: a snapshot's copy waits for them. */
+ * Counted meanwhile: the end of a save's map must not cut them away, and
+ * holders wait for them. */
 static int write_locked_after(struct edit *e, const void *buf, size_t len, uint64_t off)
 {
 	int rc;
 
 	pthread_mutex_lock(&e->lock);
-	while (e->copying)
+	while (e->holding)
 		pthread_cond_wait(&e->quiet, &e->lock);
 	e->writing++;
 	pthread_mutex_unlock(&e->lock);
 	rc = write_at(e->fd, buf, len, off);
 	pthread_mutex_lock(&e->lock);
-	if (--e->writing == 0 && e->copying)
+	if (--e->writing == 0 && e->holding)
 		pthread_cond_broadcast(&e->quiet);
+	if (rc < 0 && off + len > e->size) {
+		/* a part may stand past the end, which must read as zeros */
+		struct stat st;
+		uint64_t from = off > e->size ? off : e->size;
+
+		if (fstat(e->fd, &st) == 0 && (uint64_t)st.st_size > e->file_size)
+			e->file_size = (uint64_t)st.st_size;
+		if (from < e->file_size)
+			zero_range(e, from, (off + len < e->file_size ? off + len : e->file_size) - from);
+	}
 	if (rc == 0 && off + len > e->size)
 		e->size = off + len;
+	if (rc == 0 && off + len > e->file_size)
+		e->file_size = off + len;
 	return rc;
 }
 
@@ -146,18 +210,33 @@ int edit_write(struct edit *e, const void *buf, size_t len, uint64_t off)
 	return rc;
 }
 
+/* The memory file cut or grown to size (the lock held): cut only where
+ * no save maps it, else zeroed past size. */
+static int resize(struct edit *e, uint64_t size)
+{
+	if (size < e->file_size && e->maps > 0)
+		return zero_range(e, size, e->file_size - size);
+	if (size != e->file_size) {
+		if (ftruncate(e->fd, (off_t)size) < 0)
+			return -errno;
+		e->file_size = size;
+	}
+	return 0;
+}
+
 int edit_truncate(struct edit *e, uint64_t size)
 {
 	int rc;
 
-	pthread_mutex_lock(&e->lock);
-	rc = ftruncate(e->fd, (off_t)size) < 0 ? -errno : 0;
+	hold(e);
+	/* what lies between the old end and the new is zeros already */
+	rc = size < e->size || size > e->file_size ? resize(e, size) : 0;
 	if (rc == 0)
 		e->size = size;
 	e->version++;
 	e->sticky = 0;
 	e->mtime = time(NULL);
-	pthread_mutex_unlock(&e->lock);
+	unhold(e);
 	return rc;
 }
 
@@ -257,25 +336,66 @@ int edit_idle(struct edit *e)
 	return idle;
 }
 
-/* The contents into a buffer of their own, the lock held and no write
- * under way; NULL when there is no memory for them. */
-static void *copy_contents(struct edit *e, size_t len)
+/* A snapshot's map is gone: the last one cuts the zeros a truncate left,
+ * unless a write under way may have put its bytes there.  Else they stay
+ * for the next truncate or save: reads end at size all the same. */
+static void unmapped(struct edit *e)
 {
-	unsigned char *copy = len <= e->copy_max ? g_try_malloc(len) : NULL;
+	pthread_mutex_lock(&e->lock);
+	if (--e->maps == 0 && !e->writing && e->file_size > e->size)
+		resize(e, e->size);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* What the system has available (MemAvailable), in bytes; 0 when it
+ * does not say. */
+static uint64_t memory_available(void)
+{
+	char line[128];
+	unsigned long long kb = 0;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+static int may_copy(const struct edit *e, size_t len)
+{
+	if (len > e->copy_max)
+		return 0;
+	return len <= SNAPSHOT_COPY_ALWAYS || len <= memory_available() / 2;
+}
+
+/* The contents into a buffer of their own, held (no write under way):
+ * 0, -ENOMEM, or -EIO when the memory file reads short (not expected:
+ * it is size long at least). */
+static int copy_contents(struct edit *e, size_t len, void **out)
+{
+	unsigned char *copy = g_try_malloc(len);
 	size_t done = 0;
 
-	while (copy && done < len) {
+	if (!copy)
+		return -ENOMEM;
+	while (done < len) {
 		ssize_t n = pread(e->fd, copy + done, len - done, (off_t)done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) { /* the memory file is size long at least: not expected */
+		if (n <= 0) {
+			int rc = n < 0 ? -errno : -EIO;
+
 			g_free(copy);
-			return NULL;
+			return rc;
 		}
 		done += (size_t)n;
 	}
-	return copy;
+	*out = copy;
+	return 0;
 }
 
 void edit_set_snapshot_copy_max(struct edit *e, size_t max)
@@ -285,41 +405,50 @@ void edit_set_snapshot_copy_max(struct edit *e, size_t max)
 	pthread_mutex_unlock(&e->lock);
 }
 
-int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, unsigned flags)
+int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, enum edit_snapshot_data want)
 {
-	int rc = 0;
+	int rc = 0, copied = -1;
 
 	pthread_mutex_lock(&e->save_lock);
-	pthread_mutex_lock(&e->lock);
-	e->copying = 1;
-	while (e->writing)
-		pthread_cond_wait(&e->quiet, &e->lock);
+	hold(e);
 	s->version = e->version;
 	s->len = (size_t)e->size;
 	s->mtime = e->mtime;
+	s->map = NULL;
 	s->copy = NULL;
 	s->data = (const unsigned char *)"";
+	s->mapped = 0;
 	if (e->version == e->saved)
 		rc = 1;
 	else if (e->version + 1 == e->failed)
 		rc = -e->error;
-	/* A copy, however large, taken while writes wait (and reads, on the
-	 * lock): a map of the memory file would let writes during the save
-	 * store a mix of two versions, there until the next save, or for
-	 * good after a crash.  No memory for it fails this save, not the
-	 * version: a later one may have it. */
-	if ((rc == 0 || (rc == 1 && (flags & EDIT_SNAPSHOT_SAVED_TOO))) && s->len) {
-		s->copy = copy_contents(e, s->len);
-		if (s->copy)
-			s->data = s->copy;
-		else
-			rc = -ENOMEM;
-	}
-	if (!s->copy)
+	if (rc < 0 || want == EDIT_DATA_NONE || (rc == 1 && want != EDIT_DATA_ALWAYS))
 		s->len = 0;
-	e->copying = 0;
-	pthread_cond_broadcast(&e->quiet);
-	pthread_mutex_unlock(&e->lock);
+	/* under the hold: reads of the file wait too */
+	if (s->len && may_copy(e, s->len))
+		copied = copy_contents(e, s->len, &s->copy);
+	if (copied == 0) {
+		s->data = s->copy;
+	} else if (copied != -1 && copied != -ENOMEM) {
+		rc = copied; /* the memory file read short: a map would fault */
+		s->len = 0;
+	} else if (s->len) {
+		e->maps++; /* the memory file keeps its size from now on */
+	}
+	unhold(e);
+	if (s->len && !s->copy) {
+		/* writes may go on meanwhile: they make a newer version */
+		s->map = mmap(NULL, s->len, PROT_READ, MAP_SHARED, e->fd, 0);
+		if (s->map == MAP_FAILED) {
+			s->map = NULL;
+			rc = -errno;
+			s->len = 0;
+			unmapped(e);
+		} else {
+			s->data = s->map;
+			s->mapped = 1;
+		}
+	}
 	return rc;
 }
 
@@ -357,7 +486,12 @@ void edit_failed(struct edit *e, const struct edit_snapshot *s, int err, char *m
 
 void edit_snapshot_end(struct edit *e, struct edit_snapshot *s)
 {
+	if (s->map) {
+		munmap(s->map, s->len);
+		unmapped(e);
+	}
 	g_free(s->copy);
+	s->map = NULL;
 	s->copy = NULL;
 	pthread_mutex_unlock(&e->save_lock);
 }

@@ -78,22 +78,30 @@ int edit_idle(struct edit *e);
 /* A consistent look at the contents for a save.  edit_snapshot_begin
  * takes the edit's save lock (one save at a time; writes go on) and
  * returns 0 when the snapshot is to be saved, 1 when it already was, or
- * -errno when this very version failed before, or there is no memory to
- * copy it (-ENOMEM; that version is not marked failed).  The data of a
- * version to save, and with EDIT_SNAPSHOT_SAVED_TOO of one saved already,
- * is a copy of that version, taken while writes wait; else data is empty
- * (len 0).  Every call is followed by edit_snapshot_end, after edit_saved
- * or edit_failed. */
+ * -errno when this very version failed before (data is then empty).
+ * want says which versions come with their data (else len is 0).  The
+ * data is a copy of the version, taken while writes wait: always up to
+ * 64 MiB, larger ones while the system has twice their size available.
+ * Else it maps the memory file (mapped is set), and writes during the
+ * save may change it: they make a newer version, saved next.  Every
+ * call is followed by edit_snapshot_end, after edit_saved or
+ * edit_failed. */
+enum edit_snapshot_data {
+	EDIT_DATA_UNSAVED, /* a version to save */
+	EDIT_DATA_ALWAYS,  /* also one saved already */
+	EDIT_DATA_NONE,
+};
 struct edit_snapshot {
 	const unsigned char *data; /* len bytes ("" when empty) */
 	size_t len;
 	int64_t mtime;
 	uint64_t version;
+	int mapped;                /* data is the live memory file, not a copy */
+	void *map;                 /* private */
 	void *copy;                /* private */
 };
-enum { EDIT_SNAPSHOT_SAVED_TOO = 1 };
-int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, unsigned flags);
-/* Tests: copies of contents over max bytes fail as with no memory. */
+int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, enum edit_snapshot_data want);
+/* Tests: snapshots of contents over max bytes map rather than copy. */
 void edit_set_snapshot_copy_max(struct edit *e, size_t max);
 /* The snapshot's version is saved; sticky_source and sticky_digest, when
  * not NULL, make the text stay shown while the source has this identity

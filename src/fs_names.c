@@ -548,7 +548,7 @@ static void keep_text(struct fs *fs, struct inode *in, GBytes *text, const struc
 	if (!e)
 		return;
 	if (edit_load(e, data, len, 0) == 0) {
-		if (edit_snapshot_begin(e, &snap, 0) == 1) {
+		if (edit_snapshot_begin(e, &snap, EDIT_DATA_NONE) == 1) {
 			/* as saved: only the sticky text is new */
 			edit_saved(e, &snap, src, &written->digest);
 			fs_edit_install(fs, in, e);
@@ -590,14 +590,9 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	if (!e)
 		return -ENOENT;
 	path = g_string_new(NULL);
-	/* a temporary's contents go under the new name, saved or not */
-	rc = edit_snapshot_begin(e, &s, scratch ? 0 : EDIT_SNAPSHOT_SAVED_TOO);
-	if (rc == -ENOMEM && !scratch)
-		log_msg(LOG_ERR, "%s: not saved: no memory for a copy of it to save (%s)", newname, strerror(ENOMEM));
-	if (rc < 0 && !scratch)
-		rc = rc == -ENOMEM ? rc : -EIO;
-	else
-		rc = 0;
+	/* a temporary's contents go under the real name, saved or not */
+	if (edit_snapshot_begin(e, &s, scratch ? EDIT_DATA_NONE : EDIT_DATA_ALWAYS) < 0 && !scratch)
+		rc = -EIO;
 plan_again:
 	tree_read_lock(fs->tree);
 	npn = rc == 0 ? place_of(fs, npin, newname, path, &anchor, &into_made) : NULL;

@@ -446,12 +446,11 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 
 	if (in->scratch)
 		return 1; /* kept in memory until renamed (fs_names.c): not saved */
-	rc = edit_snapshot_begin(e, &s, 0);
-	if (rc == -ENOMEM) {
+	rc = edit_snapshot_begin(e, &s, EDIT_DATA_UNSAVED);
+	if (rc == 0 && s.mapped) {
 		char *what = inode_path(fs->inodes, in);
 
-		log_msg(LOG_ERR, "%s: not saved: no memory for a copy of it to save (%s); kept, to save at the next close or fsync",
-			what, strerror(ENOMEM));
+		log_msg(LOG_INFO, "%s: saved from the live file (%zu bytes, not memory enough for a copy): a write during the save may be in it in part, until the next save", what, s.len);
 		g_free(what);
 	}
 	if (rc != 0) {
