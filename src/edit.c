@@ -15,11 +15,12 @@
 
 /* A snapshot is a copy, taken while writes wait: what a save stores is
  * then one version, whatever writes come during the save.  Up to this
- * size always; a larger one while the system has twice its size
- * available.  Else it maps the memory file rather than risk the daemon
- * (and every unsaved edit with it) to the OOM killer: a write during
- * that save can give it a mix of two versions, which the save that
- * write makes replaces. */
+ * size always; a larger one while the host has twice its size available
+ * (MemAvailable: neither a cgroup's limit nor other saves' copies count).
+ * Else, or when the copy's memory is refused, it maps the memory file
+ * rather than risk the daemon (and every unsaved edit with it) to the
+ * OOM killer: a write during that save can give it a mix of two
+ * versions, which the save that write makes replaces. */
 enum { SNAPSHOT_COPY_ALWAYS = 64 << 20 };
 
 struct edit {
@@ -36,8 +37,10 @@ struct edit {
 	int writing;               /* writes under way, unlocked */
 	int holding;               /* snapshots and truncates that wait for
 				    * them, or work: writes wait meanwhile */
-	pthread_cond_t quiet;      /* writing or holding ended */
+	int held;                  /* one of them works (one at a time) */
+	pthread_cond_t quiet;      /* writing, holding or held ended */
 	size_t copy_max;           /* SIZE_MAX, or a test's: no copy above */
+	uint64_t available;        /* 0, or a test's MemAvailable */
 	int64_t mtime;
 	int writers;
 	uint64_t version;          /* counts changes of the contents */
@@ -140,21 +143,35 @@ static int zero_range(struct edit *e, uint64_t off, uint64_t len)
 	return 0;
 }
 
-/* Takes the lock, once no write is under way, and keeps new ones off
- * until unhold: a truncate must not cut a write's bytes between its
- * pwrite and its size, and a snapshot sees one version. */
+/* Takes the lock once no write and no other holder is at work, and
+ * keeps new writes off until unhold: a truncate must not cut a write's
+ * bytes between its pwrite and its size, and a snapshot sees one
+ * version.  The holder may drop the lock meanwhile (a long copy) and
+ * take it again: reads and stats go on, as nothing changes the file. */
+static void hold_locked(struct edit *e)
+{
+	e->holding++;
+	while (e->writing || e->held)
+		pthread_cond_wait(&e->quiet, &e->lock);
+	e->held = 1;
+}
+
 static void hold(struct edit *e)
 {
 	pthread_mutex_lock(&e->lock);
-	e->holding++;
-	while (e->writing)
-		pthread_cond_wait(&e->quiet, &e->lock);
+	hold_locked(e);
+}
+
+static void unhold_locked(struct edit *e)
+{
+	e->held = 0;
+	e->holding--;
+	pthread_cond_broadcast(&e->quiet);
 }
 
 static void unhold(struct edit *e)
 {
-	if (--e->holding == 0)
-		pthread_cond_broadcast(&e->quiet);
+	unhold_locked(e);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -175,14 +192,19 @@ static int write_locked_after(struct edit *e, const void *buf, size_t len, uint6
 	if (--e->writing == 0 && e->holding)
 		pthread_cond_broadcast(&e->quiet);
 	if (rc < 0 && off + len > e->size) {
-		/* a part may stand past the end, which must read as zeros */
+		/* A part may stand past the end, which must read as zeros.
+		 * Held, once the other writes under way set their sizes: it
+		 * zeros none of their bytes. */
 		struct stat st;
-		uint64_t from = off > e->size ? off : e->size;
+		uint64_t from;
 
+		hold_locked(e);
+		from = off > e->size ? off : e->size;
 		if (fstat(e->fd, &st) == 0 && (uint64_t)st.st_size > e->file_size)
 			e->file_size = (uint64_t)st.st_size;
 		if (from < e->file_size)
 			zero_range(e, from, (off + len < e->file_size ? off + len : e->file_size) - from);
+		unhold_locked(e);
 	}
 	if (rc == 0 && off + len > e->size)
 		e->size = off + len;
@@ -368,7 +390,7 @@ static int may_copy(const struct edit *e, size_t len)
 {
 	if (len > e->copy_max)
 		return 0;
-	return len <= SNAPSHOT_COPY_ALWAYS || len <= memory_available() / 2;
+	return len <= SNAPSHOT_COPY_ALWAYS || len <= (e->available ? e->available : memory_available()) / 2;
 }
 
 /* The contents into a buffer of their own, held (no write under way):
@@ -398,16 +420,17 @@ static int copy_contents(struct edit *e, size_t len, void **out)
 	return 0;
 }
 
-void edit_set_snapshot_copy_max(struct edit *e, size_t max)
+void edit_set_snapshot_copy_max(struct edit *e, size_t max, uint64_t available)
 {
 	pthread_mutex_lock(&e->lock);
 	e->copy_max = max;
+	e->available = available;
 	pthread_mutex_unlock(&e->lock);
 }
 
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, enum edit_snapshot_data want)
 {
-	int rc = 0, copied = -1;
+	int rc = 0, copied = 0, tried = 0;
 
 	pthread_mutex_lock(&e->save_lock);
 	hold(e);
@@ -424,12 +447,15 @@ int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, enum edit_snaps
 		rc = -e->error;
 	if (rc < 0 || want == EDIT_DATA_NONE || (rc == 1 && want != EDIT_DATA_ALWAYS))
 		s->len = 0;
-	/* under the hold: reads of the file wait too */
-	if (s->len && may_copy(e, s->len))
+	if (s->len && may_copy(e, s->len)) {
+		pthread_mutex_unlock(&e->lock); /* held: no write comes */
 		copied = copy_contents(e, s->len, &s->copy);
-	if (copied == 0) {
+		pthread_mutex_lock(&e->lock);
+		tried = 1;
+	}
+	if (tried && copied == 0) {
 		s->data = s->copy;
-	} else if (copied != -1 && copied != -ENOMEM) {
+	} else if (tried && copied != -ENOMEM) {
 		rc = copied; /* the memory file read short: a map would fault */
 		s->len = 0;
 	} else if (s->len) {

@@ -78,12 +78,13 @@ int edit_idle(struct edit *e);
 /* A consistent look at the contents for a save.  edit_snapshot_begin
  * takes the edit's save lock (one save at a time; writes go on) and
  * returns 0 when the snapshot is to be saved, 1 when it already was, or
- * -errno when this very version failed before (data is then empty).
+ * -errno (data is then empty): this very version failed before, or the
+ * contents could not be read (not expected).
  * want says which versions come with their data (else len is 0).  The
- * data is a copy of the version, taken while writes wait: always up to
- * 64 MiB, larger ones while the system has twice their size available.
- * Else it maps the memory file (mapped is set), and writes during the
- * save may change it: they make a newer version, saved next.  Every
+ * data is a copy of the version, taken while writes wait (reads go on):
+ * always up to 64 MiB, larger ones while the host has twice their size
+ * available.  Else it maps the memory file (mapped is set), and writes
+ * during the save may change it: they make a newer version, saved next.  Every
  * call is followed by edit_snapshot_end, after edit_saved or
  * edit_failed. */
 enum edit_snapshot_data {
@@ -101,8 +102,9 @@ struct edit_snapshot {
 	void *copy;                /* private */
 };
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, enum edit_snapshot_data want);
-/* Tests: snapshots of contents over max bytes map rather than copy. */
-void edit_set_snapshot_copy_max(struct edit *e, size_t max);
+/* Tests: snapshots of contents over max bytes map rather than copy, and
+ * available (0: ask the host) stands for MemAvailable. */
+void edit_set_snapshot_copy_max(struct edit *e, size_t max, uint64_t available);
 /* The snapshot's version is saved; sticky_source and sticky_digest, when
  * not NULL, make the text stay shown while the source has this identity
  * (with its mtime) or holds these bytes; NULL ends an earlier save's. */

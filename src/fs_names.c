@@ -593,6 +593,8 @@ static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, c
 	/* a temporary's contents go under the real name, saved or not */
 	if (edit_snapshot_begin(e, &s, scratch ? EDIT_DATA_NONE : EDIT_DATA_ALWAYS) < 0 && !scratch)
 		rc = -EIO;
+	if (s.mapped)
+		fs_log_live_save(newname, s.len);
 plan_again:
 	tree_read_lock(fs->tree);
 	npn = rc == 0 ? place_of(fs, npin, newname, path, &anchor, &into_made) : NULL;

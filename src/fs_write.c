@@ -424,6 +424,12 @@ static const struct identity *sticky_source(struct fs *fs, struct inode *in, con
 	return r;
 }
 
+void fs_log_live_save(const char *what, size_t len)
+{
+	log_msg(LOG_WARNING, "%s: saved from the live file (%zu bytes, not memory enough for a copy): "
+		"a write during the save may be in it in part, until the next save", what, len);
+}
+
 static int save(struct fs *fs, struct inode *in, struct edit *e, int transient);
 
 int fs_save(struct fs *fs, struct inode *in, struct edit *e)
@@ -450,7 +456,7 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 	if (rc == 0 && s.mapped) {
 		char *what = inode_path(fs->inodes, in);
 
-		log_msg(LOG_INFO, "%s: saved from the live file (%zu bytes, not memory enough for a copy): a write during the save may be in it in part, until the next save", what, s.len);
+		fs_log_live_save(what, s.len);
 		g_free(what);
 	}
 	if (rc != 0) {
