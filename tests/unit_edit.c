@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <glib.h>
 
@@ -404,5 +406,38 @@ Test(edit, over_64_mib_a_copy_needs_twice_the_size_available)
 	cr_assert_eq(memcmp(s.data, contents, len), 0);
 	edit_snapshot_end(e, &s);
 	g_free(contents);
+	edit_unref(e);
+}
+
+/* A write that fails partway (here past the file size limit) leaves
+ * bytes in the memory file past the contents' end: a truncate that grows
+ * the file showed them, where it must show zeros. */
+Test(edit, a_write_that_fails_partway_leaves_zeros_past_the_end)
+{
+	struct edit *e = edit_new(50);
+	enum { LIMIT = 100000, LEN = 200000 };
+	char *buf = g_malloc(LEN), *got = g_malloc(LEN);
+	struct rlimit was, lim;
+	struct stat st;
+	size_t nonzero = 0;
+
+	cr_assert_not_null(e);
+	memset(buf, 'x', LEN);
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+	lim = was;
+	lim.rlim_cur = LIMIT;
+	signal(SIGXFSZ, SIG_IGN);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	cr_assert_eq(edit_write(e, buf, LEN, 0), -EFBIG);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &was), 0);
+	edit_stat(e, &st);
+	cr_assert_eq(st.st_size, 0, "a failed write sets no size");
+	cr_assert_eq(edit_truncate(e, LEN), 0);
+	cr_assert_eq(pread(edit_fd(e), got, LEN, 0), LEN);
+	for (size_t i = 0; i < LEN; i++)
+		nonzero += got[i] != 0;
+	cr_assert_eq(nonzero, 0, "%zu bytes of the failed write show", nonzero);
+	g_free(buf);
+	g_free(got);
 	edit_unref(e);
 }
