@@ -466,11 +466,22 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 	for (int tries = 1;; tries++) {
 		tree_read_lock(fs->tree);
 		n = inode_node(fs->inodes, in);
-		if (!n) {
+		if (!n && inode_removed(in)) {
 			tree_read_unlock(fs->tree); /* deleted while open: nothing to save */
 			edit_saved(e, &s, NULL, NULL);
 			edit_snapshot_end(e, &s);
 			return 0;
+		}
+		if (!n) {
+			/* not thrown away: its archive may be unreadable for a
+			 * moment, or another program moved the entry */
+			tree_read_unlock(fs->tree);
+			err.code = EIO;
+			snprintf(err.msg, sizeof err.msg,
+				 "its entry is no longer in the archive as it is now (unreadable, or changed by another program); the contents stay open in the mount");
+			rc = -EIO;
+			is_view = 0;
+			break;
 		}
 		is_view = n->kind == NODE_VIEW;
 		unit = fs_unit_of(fs, in);

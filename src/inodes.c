@@ -195,6 +195,14 @@ struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_
 	return in;
 }
 
+int inode_removed(const struct inode *in)
+{
+	for (; in; in = in->parent)
+		if (__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE))
+			return 1;
+	return 0;
+}
+
 static void unlink_locked(struct inodes *s, struct inode *in);
 
 static struct inode *add_named(struct inodes *s, struct inode *parent, const char *name, uint64_t ino,

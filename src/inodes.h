@@ -48,6 +48,12 @@ struct inode *inodes_root(struct inodes *s);
  * does. */
 struct tree_node *inode_node(struct inodes *s, struct inode *in);
 
+/* Whether in, or a folder it lies in, was removed through the mount (an
+ * unlink, rmdir or rename over it), as against gone from the tree for
+ * another reason (its archive unreadable on a reload, another program's
+ * change). */
+int inode_removed(const struct inode *in);
+
 /* The inode of node (a child of parent's node, just looked up), counted
  * as one more kernel reference. */
 struct inode *inodes_lookup(struct inodes *s, struct inode *parent, struct tree_node *node);

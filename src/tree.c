@@ -354,6 +354,7 @@ static void dir_free(struct tree *t, struct tree_dir *d)
 	bigmem_free(d->child);
 	g_free(d->index);
 	g_free(d->order);
+	g_free(d->archive_named);
 	g_string_chunk_free(d->names);
 	g_free(d);
 }
@@ -644,6 +645,10 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 
 		node_init(td, n, dir, names->pdata[i]);
 		folder_child(t, n, child_path, &g_array_index(stats, struct stat, i));
+		if (n->kind == NODE_PLAIN && names_is_archive_ext(n->name)) {
+			td->archive_named = g_renew(uint32_t, td->archive_named, td->archive_named_count + 1);
+			td->archive_named[td->archive_named_count++] = td->count;
+		}
 		dir_index_add(td, td->count, name_hash(td, n->name));
 		td->count++;
 		g_free(child_path);
@@ -1802,6 +1807,8 @@ int tree_unit_changed(struct tree *t, struct tree_node *unit)
 		changed = stat(path, &st) < 0 || !same_time(&st.st_mtim, &d->stamp)
 			  || (d->racy && !racy(&d->stamp));
 		g_free(path);
+		for (uint32_t i = 0; !changed && i < d->archive_named_count; i++)
+			changed = tree_plain_changed(t, &d->child[d->archive_named[i]]);
 		return changed;
 	}
 	return archive_changed(unit->src);

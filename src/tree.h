@@ -58,6 +58,11 @@ struct tree_dir {
 	GStringChunk *names;        /* the children's names */
 	struct timespec stamp;      /* FOLDER: the folder's mtime when listed */
 	int racy;                   /* FOLDER: listed too soon after a change to be sure */
+	/* FOLDER: the children named as archives that were none when listed
+	 * (an archive being rewritten by another program, say): looked at
+	 * with the folder, which lists again once one changed */
+	uint32_t *archive_named;
+	uint32_t archive_named_count;
 };
 
 struct tree_node {

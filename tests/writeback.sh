@@ -298,6 +298,53 @@ check "... and after a compaction replaced the file" eval 'reads "texts.res/UNIT
 printf 'mount' > "$M/texts.res/UNIT guard"
 check "a save after the compaction goes to the new file" holds "texts.res/UNIT guard" mount
 
+# a file open for writing whose entry another program removes, or whose
+# archive cannot be read at its close: the close fails with EIO, the
+# contents stay open in the mount, and a later save lands (they were
+# thrown away, and the close said it saved)
+# held_write FILE TEXT: writes TEXT to FILE, holds it open until
+# $WORK/go appears, then closes it; prints the close's errno name or "ok"
+held_write() {
+	rm -f "$WORK/go"
+	python3 - "$1" "$2" "$WORK/go" > "$WORK/held.out" 2>&1 <<'PY' &
+import errno, os, sys, time
+path, text, go = sys.argv[1:]
+fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+os.write(fd, text.encode())
+while not os.path.exists(go):
+    time.sleep(0.02)
+try:
+    os.close(fd)
+    print("ok")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+PY
+	held=$!
+	sleep 0.5
+}
+printf 'v1' > "$M/texts.res/held.txt"
+held_write "$M/texts.res/held.txt" 'v2 written'
+"$E" rm "$G/texts.res/held.txt"
+cat "$M/texts.res/map.txt" > /dev/null # the mount notices the change
+touch "$WORK/go"; wait $held
+check "an entry removed by another program while open: its close fails with EIO" grep -qx EIO "$WORK/held.out"
+check "... the status file says so" grep -q "^texts.res/held.txt	Input/output error	its entry is no longer in the archive" "$M/.eifs-status"
+printf 'v3' > "$M/texts.res/held.txt"
+check "... a new save of it lands" holds texts.res/held.txt v3
+held_write "$M/texts.res/held.txt" 'v4 written'
+cp "$G/texts.res" "$WORK/texts.keep"
+printf 'XXXX' | dd of="$G/texts.res" conv=notrunc status=none # unreadable for a moment
+cat "$M/texts.res/map.txt" > /dev/null 2>&1 || true
+touch "$WORK/go"; wait $held
+check "an archive unreadable at the close: it fails with EIO" grep -qx EIO "$WORK/held.out"
+cp "$WORK/texts.keep" "$G/texts.res"
+check "... the archive is back as it was" holds texts.res/held.txt v3
+ls "$M" > /dev/null # listing the folder finds the archive an archive again
+check "... the contents written are still readable in the mount" soon reads texts.res/held.txt 'v4 written'
+printf 'v5' > "$M/texts.res/held.txt"
+check "... a new save lands" eval 'holds texts.res/held.txt v5 && clean texts.res'
+rm "$M/texts.res/held.txt"
+
 # concurrent savers: the mount and eifs put, serialised by the file lock
 (for i in 1 2 3 4 5 6 7 8 9 10; do printf "put $i" | "$E" put "$G/texts.res/put.txt" -; done) &
 pp=$!
