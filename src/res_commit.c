@@ -448,19 +448,29 @@ struct committer {
 };
 
 /* Runs the fault hook before step; nonzero: stop as a crash would. */
+static int fault_at(const struct committer *c, int step)
+{
+	return c->opt->fault ? c->opt->fault(c->opt->fault_ctx, step) : 0;
+}
+
 static int stop_before(const struct committer *c, int step)
 {
-	if (c->opt->fault && c->opt->fault(c->opt->fault_ctx, step))
+	if (fault_at(c, step))
 		return fail(c->err, ECANCELED, 0, "stopped before step %d by the fault hook", step);
 	return 0;
 }
 
 static int sync_step(const struct committer *c, int step)
 {
-	if (stop_before(c, step) < 0)
-		return -1;
-	if (fdatasync(c->fd) < 0) /* also flushes the grown file size */
-		return fail(c->err, errno, 0, "cannot flush: %s", strerror(errno));
+	int fault = fault_at(c, step);
+
+	if (fault && fault != RES_FAULT_EIO)
+		return fail(c->err, ECANCELED, 0, "stopped before step %d by the fault hook", step);
+	if (fault == RES_FAULT_EIO || fdatasync(c->fd) < 0) { /* also flushes the grown file size */
+		int code = fault == RES_FAULT_EIO ? EIO : errno;
+
+		return fail(c->err, code, 0, "cannot flush: %s", strerror(code));
+	}
 	return 0;
 }
 
@@ -576,8 +586,17 @@ static int write_commit(const struct committer *c, struct edit *ed, uint64_t fil
 	}
 	if (rc == 0)
 		rc = switch_header(c, &h);
-	if (rc == 0)
-		rc = sync_step(c, RES_STEP_SYNC_HEADER);
+	if (rc == 0 && (rc = sync_step(c, RES_STEP_SYNC_HEADER)) < 0 && c->err->code != ECANCELED) {
+		/* The new header may or may not reach the disk, while the
+		 * caller is told the commit failed: the old one goes back, so
+		 * the file shows what the error says (best effort: its own
+		 * flush may fail too).  The appended bytes stay dead. */
+		unsigned char old[RES_HEADER_SIZE];
+
+		res_header_encode(&ed->tab.hdr, old);
+		if (write_all(c->fd, old, sizeof old, 0) == 0)
+			fdatasync(c->fd);
+	}
 	g_free(items);
 	return rc;
 }
@@ -617,8 +636,10 @@ int res_commit(int fd, const struct res_change *changes, size_t n,
 	rc = edit_open(&ed, &w, err);
 	if (rc == 0)
 		rc = edit_apply(&ed, changes, n, err);
+	/* nothing to write; flushed all the same, as an earlier commit's
+	 * flush may have failed with its bytes still to reach the disk */
 	if (rc == 0 && !ed.changed)
-		rc = 1;
+		rc = sync_step(&c, RES_STEP_SYNC_HEADER) < 0 ? -1 : 1;
 	if (rc == 0)
 		rc = write_commit(&c, &ed, w.len);
 	edit_free(&ed);

@@ -34,6 +34,8 @@ struct res_change {
 				    * save that gives the same REG) */
 };
 
+enum { RES_FAULT_EIO = 2 };
+
 /* The steps of res_commit, in order. */
 enum {
 	RES_STEP_DATA = 1,    /* append the new data */
@@ -46,7 +48,8 @@ enum {
 struct res_commit_options {
 	int align;  /* new data and the table start on 16-byte boundaries */
 	/* For tests: called before each step; nonzero stops the commit right
-	 * there, leaving the file as a crash at that moment would. */
+	 * there, leaving the file as a crash at that moment would, except
+	 * RES_FAULT_EIO before a flush: the flush fails as a disk's would. */
 	int (*fault)(void *ctx, int step);
 	void *fault_ctx;
 	/* The caller holds flock(LOCK_EX) on fd and releases it: what it reads
@@ -69,7 +72,10 @@ int res_rebuild(const struct res_window *w, const struct res_change *changes, si
  * their data, offsets and timestamps.  Holds flock(LOCK_EX) on fd while it
  * works and releases it on return (unless opt->caller_locks).  opt may be
  * NULL (aligned, no hook).
- * Returns 0, 1 when nothing had to change (nothing was written), or -1
+ * A failed flush after the header switch puts the old header back, so
+ * that what the file shows is what the error says: not committed.
+ * Returns 0, 1 when nothing had to change (nothing was written, the file
+ * flushed all the same: an earlier commit's flush may have failed), or -1
  * with err filled: ESTALE when the file was replaced (compacted) while we
  * waited for the lock (open it again and retry), EFBIG past 4 GiB (compact
  * first), ECANCELED when the fault hook stopped it. */

@@ -607,6 +607,48 @@ Test(commit, crash_before_each_step_leaves_old_or_new)
 	g_byte_array_unref(orig);
 }
 
+static int flush_fails_at(void *ctx, int step)
+{
+	return step == *(int *)ctx ? RES_FAULT_EIO : 0;
+}
+
+/* The header's flush fails (a disk's EIO, ENOSPC on thin storage): the
+ * commit reports it, and the file shows the old archive again, not the
+ * new one the error says was not committed (it stayed, and a power loss
+ * could take it back later).  The next commit works. */
+Test(commit, a_failed_header_flush_puts_the_old_header_back)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c = put("b.txt", "a new bravo", 9);
+	int step = RES_STEP_SYNC_HEADER;
+	struct res_commit_options opt = { .align = 1, .fault = flush_fails_at, .fault_ctx = &step };
+	struct res_error err = { 0 };
+
+	cr_assert_eq(commit_path(fx.path, &c, 1, &opt, &err), -1);
+	cr_assert_eq(err.code, EIO, "%s", err.msg);
+	expect_archive(fx.path, want);
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 0, "%s", err.msg);
+	snap_put(want, "b.txt", H_STR("a new bravo"), 9);
+	expect_archive(fx.path, want);
+	g_hash_table_destroy(want);
+}
+
+/* A commit with nothing to change flushes all the same, and says when
+ * that fails: after an earlier failed flush, a save of the same bytes
+ * said it saved what might never reach the disk. */
+Test(commit, a_commit_with_nothing_to_change_still_flushes)
+{
+	struct res_change c = put("b.txt", "bravo", 999);
+	int step = RES_STEP_SYNC_HEADER;
+	struct res_commit_options opt = { .align = 1, .fault = flush_fails_at, .fault_ctx = &step };
+	struct res_error err = { 0 };
+
+	c.keep_same = 1;
+	cr_assert_eq(commit_path(fx.path, &c, 1, &opt, &err), -1);
+	cr_assert_eq(err.code, EIO, "%s", err.msg);
+	cr_assert_eq(commit_path(fx.path, &c, 1, NULL, &err), 1, "%s", err.msg);
+}
+
 /* A crash in the middle of a write: whatever part of the appended bytes
  * reached the file, the header still describes the old archive. */
 Test(commit, torn_append_is_dead_space)
