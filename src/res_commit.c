@@ -540,6 +540,13 @@ static int still_ours(const struct committer *c, const struct res_header *read, 
 	    || (uint64_t)st.st_size != end)
 		return fail(c->err, ESTALE, 0, "the file was changed by another program during the commit; "
 			    "nothing was switched (the old archive, or what the other program wrote, stays)");
+	if (c->opt->path) {
+		struct stat named;
+
+		if (stat(c->opt->path, &named) < 0 || named.st_dev != st.st_dev || named.st_ino != st.st_ino)
+			return fail(c->err, ESTALE, 0, "another file took the archive's name during the commit; "
+				    "nothing was switched");
+	}
 	return 0;
 }
 

@@ -55,6 +55,11 @@ struct res_commit_options {
 	/* The caller holds flock(LOCK_EX) on fd and releases it: what it reads
 	 * of the file after the commit is then still under the lock. */
 	int caller_locks;
+	/* The name fd was opened by, or NULL: the commit checks that it still
+	 * names fd's file before the header switch (a program that takes no
+	 * lock may rename another file over it: the commit then went into a
+	 * file no one reads any more), and fails with ESTALE if not. */
+	const char *path;
 };
 
 /* The archive in w with the changes applied, built whole into out as the

@@ -311,20 +311,21 @@ int save_archive(const char *file, const struct save_op *ops, size_t n,
 	struct res_commit_options held = opt ? *opt : (struct res_commit_options){ .align = 1 };
 
 	held.caller_locks = 1;
+	held.path = file;
 	for (int attempt = 0; attempt < 8; attempt++) {
-		int fd = open(file, O_RDWR | O_CLOEXEC), rc;
-		struct stat st;
+		int fd = open(file, O_RDWR | O_CLOEXEC), rc, locked;
+		struct stat st, now;
 
 		if (fd < 0)
 			return fail(err, errno, "%s", strerror(errno));
-		struct stat now;
-
-		while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+		while ((locked = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
 			;
 		/* a compaction renames a new file over this one while it holds
 		 * the lock: the name must still lead to the file locked (a hard
 		 * link keeps the old one alive, so its link count says nothing) */
-		if (fstat(fd, &st) < 0 || stat(file, &now) < 0 || st.st_dev != now.st_dev || st.st_ino != now.st_ino)
+		if (locked < 0)
+			rc = fail(err, errno, "cannot lock: %s", strerror(errno));
+		else if (fstat(fd, &st) < 0 || stat(file, &now) < 0 || st.st_dev != now.st_dev || st.st_ino != now.st_ino)
 			rc = fail(err, ESTALE, "replaced while waiting for the lock");
 		else
 			rc = save_locked(file, fd, ops, n, &held, err);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -375,6 +376,42 @@ Test(commit, a_file_rewritten_during_the_commit_is_not_switched)
 	after = file_bytes(fx.path);
 	cr_assert_eq(h_get_u32(after, 4), 0, "the other program's header stays");
 	g_byte_array_unref(after);
+}
+
+/* Another program that takes no lock renames another file over the
+ * archive's name while a commit works (a game updater, mv of a backup):
+ * with the name given, the commit is not switched into the file no one
+ * reads any more, and says so. */
+static int rename_over_at_flush(void *ctx, int step)
+{
+	if (step == RES_STEP_SYNC_TABLE) {
+		char *other = g_strconcat(ctx, ".other", NULL);
+		GByteArray *now = file_bytes(ctx);
+
+		cr_assert(g_file_set_contents(other, (const char *)now->data, now->len, NULL));
+		cr_assert_eq(rename(other, ctx), 0);
+		g_byte_array_unref(now);
+		g_free(other);
+	}
+	return 0;
+}
+
+Test(commit, a_file_renamed_over_the_archive_during_the_commit_is_not_switched)
+{
+	GHashTable *want = snap_of_items(base, G_N_ELEMENTS(base));
+	struct res_change c = put("b.txt", "a new bravo", 9);
+	struct res_commit_options opt = { .align = 1, .fault = rename_over_at_flush, .fault_ctx = fx.path,
+					  .path = fx.path };
+	struct res_error err = { 0 };
+
+	cr_assert_eq(commit_path(fx.path, &c, 1, &opt, &err), -1);
+	cr_assert_eq(err.code, ESTALE, "%s", err.msg);
+	cr_assert(strstr(err.msg, "name"), "%s", err.msg);
+	opt.fault = NULL;
+	cr_assert_eq(commit_path(fx.path, &c, 1, &opt, &err), 0, "%s", err.msg);
+	snap_put(want, "b.txt", H_STR("a new bravo"), 9);
+	expect_archive(fx.path, want);
+	g_hash_table_destroy(want);
 }
 
 /* The header is rewritten in place: an entry lying over it would change. */
