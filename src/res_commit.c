@@ -39,6 +39,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "replace.h"
+
 static int fail(struct res_error *err, int code, uint64_t offset, const char *fmt, ...)
 {
 	va_list ap;
@@ -693,36 +695,14 @@ static int open_locked(const char *path, struct stat *st, struct res_error *err)
 	return -1;
 }
 
-static int sync_dir(const char *path)
-{
-	char *dir = g_path_get_dirname(path);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
-
-	g_free(dir);
-	if (fd < 0 || fsync(fd) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
-/* Writes the rebuilt archive to tmp_fd and flushes it. */
-static int write_compacted(int tmp_fd, struct edit *ed, const struct stat *st, struct res_error *err)
+/* Writes the rebuilt archive to fd. */
+static int write_compacted(int fd, struct edit *ed, struct res_error *err)
 {
 	struct res_pack_options opt = { .align = is_aligned(&ed->tab), .dedup = 0 };
 	uint32_t n = 0;
 	struct res_pack_item *items = edit_result(ed, &n);
-	int rc;
+	int rc = res_pack_write(fd, items, n, &opt, err);
 
-	if (fchown(tmp_fd, st->st_uid, st->st_gid) < 0 && fchown(tmp_fd, (uid_t)-1, st->st_gid) < 0) {
-		/* not allowed (not root, not in the group): the file becomes ours */
-	}
-	if (fchmod(tmp_fd, st->st_mode & 07777) < 0)
-		rc = fail(err, errno, 0, "cannot set the mode: %s", strerror(errno));
-	else
-		rc = res_pack_write(tmp_fd, items, n, &opt, err);
-	if (rc == 0 && fsync(tmp_fd) < 0)
-		rc = fail(err, errno, 0, "cannot flush: %s", strerror(errno));
 	g_free(items);
 	return rc;
 }
@@ -731,36 +711,32 @@ int res_compact(const char *link_path, struct res_error *err)
 {
 	/* a link to the archive stays a link: the file it names is replaced */
 	char *path = realpath(link_path, NULL);
-	char *tmp = g_strdup_printf("%s.eifs-compact-XXXXXX", path ? path : link_path);
+	struct replacement r;
 	struct res_window w;
 	struct stat st;
 	struct edit ed;
-	int fd = path ? open_locked(path, &st, err) : fail(err, errno, 0, "%s", strerror(errno)), tmp_fd = -1, rc = -1;
+	int fd = path ? open_locked(path, &st, err) : fail(err, errno, 0, "%s", strerror(errno)), rc = -1;
 
 	if (fd < 0) {
 		free(path);
-		g_free(tmp);
 		return -1;
 	}
 	w = (struct res_window){ fd, 0, (uint64_t)st.st_size };
-	if (edit_open(&ed, &w, err) == 0) {
-		tmp_fd = g_mkstemp_full(tmp, O_RDWR | O_CLOEXEC, 0600);
-		if (tmp_fd < 0)
-			fail(err, errno, 0, "cannot create %s: %s", tmp, strerror(errno));
-		else
-			rc = write_compacted(tmp_fd, &ed, &st, err);
+	/* the file is replaced, not written: it takes leave to write the
+	 * file, not only its folder (and write bits: root, who may write
+	 * anything, leaves a read-only archive alone, as the mount does) */
+	if (!(st.st_mode & 0222) || faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) < 0) {
+		fail(err, EACCES, 0, "cannot compact: the archive is not writable (%s)", strerror(EACCES));
+	} else if (edit_open(&ed, &w, err) == 0) {
+		if (replace_begin(&r, path, 0, err) == 0) {
+			if (write_compacted(r.fd, &ed, err) == 0)
+				rc = replace_commit(&r, err);
+			else
+				replace_abort(&r);
+		}
+		edit_free(&ed);
 	}
-	if (tmp_fd >= 0 && close(tmp_fd) < 0 && rc == 0)
-		rc = fail(err, errno, 0, "cannot write %s: %s", tmp, strerror(errno));
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = fail(err, errno, 0, "cannot rename %s: %s", tmp, strerror(errno));
-	if (rc == 0 && (rc = sync_dir(path)) < 0)
-		rc = fail(err, -rc, 0, "cannot flush the folder: %s", strerror(-rc));
-	else if (rc < 0 && tmp_fd >= 0)
-		unlink(tmp);
-	edit_free(&ed);
 	close(fd); /* releases the lock: waiting writers see the old file unlinked */
 	free(path);
-	g_free(tmp);
 	return rc;
 }

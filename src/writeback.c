@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <glib.h>
 
+#include "replace.h"
 #include "save.h"
 #include "views.h"
 
@@ -376,19 +377,6 @@ struct wb_plan *wb_rename(struct tree *t, struct tree_node *n, struct tree_node 
 
 /* ---- running a plan ------------------------------------------------------- */
 
-static int sync_folder_of(const char *path)
-{
-	char *dir = g_path_get_dirname(path);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
-
-	g_free(dir);
-	if (fd < 0 || fsync(fd) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
 static int write_all(int fd, const unsigned char *data, size_t len)
 {
 	size_t done = 0;
@@ -407,29 +395,17 @@ static int write_all(int fd, const unsigned char *data, size_t len)
 
 int wb_replace_file(const char *path, const unsigned char *data, size_t len, struct res_error *err)
 {
-	char *dir = g_path_get_dirname(path), *base = g_path_get_basename(path);
-	char *tmp = g_strdup_printf("%s/.%s.eifs-XXXXXX", dir, base);
-	struct stat st;
-	int fd = g_mkstemp_full(tmp, O_RDWR | O_CLOEXEC, 0600), rc = 0;
+	struct replacement r;
+	int rc;
 
-	if (fd < 0)
-		rc = fail(err, errno, 0, "cannot create %s: %s", tmp, strerror(errno));
-	else if (stat(path, &st) == 0 && fchmod(fd, st.st_mode & 07777) < 0)
-		rc = fail(err, errno, 0, "cannot set the mode of %s: %s", tmp, strerror(errno));
-	else if ((rc = write_all(fd, data, len)) < 0 || (fsync(fd) < 0 && (rc = -errno)))
-		rc = fail(err, -rc, 0, "cannot write %s: %s", tmp, strerror(-rc));
-	if (fd >= 0 && close(fd) < 0 && rc == 0)
-		rc = fail(err, errno, 0, "cannot write %s: %s", tmp, strerror(errno));
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = fail(err, errno, 0, "cannot rename %s: %s", tmp, strerror(errno));
-	if (rc == 0 && (rc = sync_folder_of(path)) < 0)
-		rc = fail(err, -rc, 0, "cannot flush the folder of %s: %s", path, strerror(-rc));
-	else if (rc < 0 && fd >= 0)
-		unlink(tmp);
-	g_free(tmp);
-	g_free(dir);
-	g_free(base);
-	return rc;
+	if (replace_begin(&r, path, 0644, err) < 0)
+		return -1;
+	rc = write_all(r.fd, data, len);
+	if (rc < 0) {
+		replace_abort(&r);
+		return fail(err, -rc, 0, "cannot write the new %s: %s", path, strerror(-rc));
+	}
+	return replace_commit(&r, err);
 }
 
 int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_error *err,

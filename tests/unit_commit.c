@@ -13,11 +13,13 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
 #include "res.h"
 #include "res_check.h"
+#include "replace.h"
 #include "res_commit.h"
 #include "res_write.h"
 
@@ -934,6 +936,110 @@ Test(commit, compact_of_a_compact_archive_keeps_it)
 		  "a packed archive is already compact");
 	g_byte_array_unref(before);
 	g_byte_array_unref(after);
+}
+
+/* Root may write anything, yet a read-only archive is left alone, as the
+ * mount leaves it; a compaction replaces the file, which took leave to
+ * write its folder only. */
+Test(commit, compact_refuses_an_archive_without_write_permission)
+{
+	GByteArray *before = file_bytes(fx.path), *after;
+	struct res_error err = { 0 };
+
+	cr_assert_eq(chmod(fx.path, 0444), 0);
+	cr_assert_eq(res_compact(fx.path, &err), -1);
+	cr_assert_eq(err.code, EACCES, "%s", err.msg);
+	after = file_bytes(fx.path);
+	cr_assert(before->len == after->len && memcmp(before->data, after->data, after->len) == 0);
+	g_byte_array_unref(before);
+	g_byte_array_unref(after);
+}
+
+/* Names in dir other than keep. */
+static unsigned others_in(const char *dir, const char *keep)
+{
+	GDir *d = g_dir_open(dir, 0, NULL);
+	const char *name;
+	unsigned n = 0;
+
+	cr_assert_not_null(d);
+	while ((name = g_dir_read_name(d)))
+		n += strcmp(name, keep) != 0;
+	g_dir_close(d);
+	return n;
+}
+
+/* A replacement keeps the mode, and the owner and group where the caller
+ * may give them (root here: the owner of a game's config.reg is the
+ * player, not the mount's user); through a link it replaces the link's
+ * target; it leaves no temporary, when put in place or dropped. */
+Test(replace, keeps_mode_owner_and_links_and_leaves_nothing)
+{
+	char *dir = h_tmpdir(), *sub = g_build_filename(dir, "profile", NULL), *target, *link, *got = NULL;
+	struct replacement r;
+	struct res_error err = { 0 };
+	struct stat st;
+
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	target = h_write_file(sub, "config.reg", "old", 3);
+	link = g_build_filename(dir, "config.reg", NULL);
+	cr_assert_eq(symlink(target, link), 0);
+	cr_assert_eq(chmod(target, 0640), 0);
+	if (geteuid() == 0)
+		cr_assert_eq(chown(target, 4321, 4322), 0);
+
+	cr_assert_eq(replace_begin(&r, link, 0644, &err), 0, "%s", err.msg);
+	cr_assert_eq(write(r.fd, "dropped", 7), 7);
+	replace_abort(&r);
+	cr_assert(g_file_get_contents(target, &got, NULL, NULL));
+	cr_assert_str_eq(got, "old");
+	g_free(got);
+	cr_assert_eq(others_in(sub, "config.reg"), 0, "nothing left after a drop");
+
+	cr_assert_eq(replace_begin(&r, link, 0644, &err), 0, "%s", err.msg);
+	cr_assert_eq(write(r.fd, "new", 3), 3);
+	cr_assert_eq(replace_commit(&r, &err), 0, "%s", err.msg);
+	cr_assert_eq(lstat(link, &st), 0);
+	cr_assert(S_ISLNK(st.st_mode), "the link stays a link");
+	cr_assert(g_file_get_contents(target, &got, NULL, NULL));
+	cr_assert_str_eq(got, "new");
+	g_free(got);
+	cr_assert_eq(stat(target, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0640);
+	if (geteuid() == 0)
+		cr_assert(st.st_uid == 4321 && st.st_gid == 4322, "owner %u:%u", (unsigned)st.st_uid,
+			  (unsigned)st.st_gid);
+	cr_assert_eq(others_in(sub, "config.reg"), 0, "nothing left after the replacement");
+	g_free(target);
+	g_free(link);
+	g_free(sub);
+	h_tmpdir_remove(dir);
+}
+
+/* A process that dies while it writes the new contents leaves nothing in
+ * the folder: the temporary has no name until the rename is near (a kill
+ * left a hidden .NAME.eifs-XXXXXX there, and a compaction's full-size copy
+ * showed in the mount as a second archive). */
+Test(replace, a_process_killed_while_writing_leaves_nothing)
+{
+	char *dir = h_tmpdir(), *path = h_write_file(dir, "big.res", "old", 3);
+	pid_t pid = fork();
+	int status;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct replacement r;
+		struct res_error err = { 0 };
+
+		if (replace_begin(&r, path, 0644, &err) == 0 && write(r.fd, "half", 4) == 4)
+			raise(SIGKILL);
+		_exit(1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status), "the child was killed while writing");
+	cr_assert_eq(others_in(dir, "big.res"), 0, "nothing left by the killed process");
+	g_free(path);
+	h_tmpdir_remove(dir);
 }
 
 /* The data of the entry the game's lookup finds for name. */

@@ -196,6 +196,22 @@ cp "$WORK/cfg.ini" "$M/config.ini"
 check "a loose config.reg saved through its view (file replaced atomically)" \
 	sh -c "'$E' convert '$G/config.reg' - | grep -qx 'texts.res=res.texts.res'"
 check "... no temporary left in the folder" [ "$(ls -a "$G" | grep -c eifs)" -eq 0 ]
+# a config.reg that is a link (to a profile kept elsewhere), the player's
+# own: it stays a link, its target is what is saved, and keeps its owner
+# (it became a file of the mount's user, root here, and the link went)
+mkdir "$WORK/profile"
+mv "$G/config.reg" "$WORK/profile/config.reg"
+ln -s "$WORK/profile/config.reg" "$G/config.reg"
+[ "$(id -u)" -eq 0 ] && chown 4321:4321 "$WORK/profile/config.reg"
+printf '[RES]\ntexts.res=res\\linked.res\n' > "$WORK/cfg2.ini"
+soon cmp -s "$WORK/cfg.ini" "$M/config.ini" # the mount found the link
+cp "$WORK/cfg2.ini" "$M/config.ini"
+check "a config.reg that is a link stays a link, and its target is saved" \
+	sh -c "[ -L '$G/config.reg' ] && '$E' convert '$WORK/profile/config.reg' - | grep -qx 'texts.res=res.linked.res'"
+if [ "$(id -u)" -eq 0 ]; then
+	check "... the target keeps its owner and group" [ "$(stat -c %u:%g "$WORK/profile/config.reg")" = 4321:4321 ]
+fi
+check "... no temporary left beside it" [ "$( (ls -a "$WORK/profile"; ls -a "$G") | grep -c eifs)" -eq 0 ]
 
 # the kernel's caches: a raw write of the REG shows in the view at once
 cp "$M/$Q/quest.reg" "$WORK/saved.reg"

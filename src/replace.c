@@ -1,0 +1,141 @@
+/* A file replaced as a whole: see replace.h. */
+#define _GNU_SOURCE
+#include "replace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <glib.h>
+
+static int fail(struct res_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	err->code = code;
+	err->offset = 0;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* The mode, owner and group of the file replaced, where the caller may
+ * give them; a group only, where it may give that. */
+static int take_over(int fd, const struct stat *old, mode_t mode)
+{
+	if (old && fchown(fd, old->st_uid, old->st_gid) < 0 && fchown(fd, (uid_t)-1, old->st_gid) < 0) {
+		/* not root, not in the group: the new file is the caller's */
+	}
+	return fchmod(fd, old ? old->st_mode & 07777 : mode);
+}
+
+/* A temporary with no name, or a hidden one next to path's file. */
+static int open_temporary(struct replacement *r)
+{
+	char *base = g_path_get_basename(r->path);
+
+	r->fd = openat(r->dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	r->unnamed = r->fd >= 0;
+	if (r->fd < 0) { /* a file system without O_TMPFILE */
+		char *dir = g_path_get_dirname(r->path);
+
+		r->tmp = g_strdup_printf("%s/.%s.eifs-XXXXXX", dir, base);
+		r->fd = g_mkstemp_full(r->tmp, O_RDWR | O_CLOEXEC, 0600);
+		g_free(dir);
+	}
+	g_free(base);
+	return r->fd;
+}
+
+int replace_begin(struct replacement *r, const char *path, mode_t mode, struct res_error *err)
+{
+	char *real = realpath(path, NULL), *dir;
+	struct stat old;
+	int have_old;
+
+	memset(r, 0, sizeof *r);
+	r->fd = r->dir_fd = -1;
+	/* a link leads to the file replaced; a name not there yet is itself */
+	r->path = real ? g_strdup(real) : g_strdup(path);
+	free(real);
+	have_old = stat(r->path, &old) == 0;
+	dir = g_path_get_dirname(r->path);
+	r->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	g_free(dir);
+	if (r->dir_fd < 0) {
+		fail(err, errno, "cannot open the folder of %s: %s", r->path, strerror(errno));
+	} else if (open_temporary(r) < 0) {
+		fail(err, errno, "cannot make a temporary next to %s: %s", r->path, strerror(errno));
+	} else if (take_over(r->fd, have_old ? &old : NULL, mode) < 0) {
+		fail(err, errno, "cannot set the mode of the new %s: %s", r->path, strerror(errno));
+	} else {
+		return 0;
+	}
+	replace_abort(r);
+	return -1;
+}
+
+/* The unnamed temporary given a hidden name, to be renamed over the file
+ * (linkat through /proc needs no privilege, unlike AT_EMPTY_PATH). */
+static int name_temporary(struct replacement *r)
+{
+	char *dir = g_path_get_dirname(r->path), *base = g_path_get_basename(r->path), proc[64];
+	int rc = -1;
+
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", r->fd);
+	for (int attempt = 0; attempt < 16 && rc < 0; attempt++) {
+		g_free(r->tmp);
+		r->tmp = g_strdup_printf("%s/.%s.eifs-%08x", dir, base, g_random_int());
+		rc = linkat(AT_FDCWD, proc, AT_FDCWD, r->tmp, AT_SYMLINK_FOLLOW);
+		if (rc < 0 && errno != EEXIST)
+			break;
+	}
+	if (rc < 0) {
+		int saved = errno;
+
+		g_free(r->tmp);
+		r->tmp = NULL;
+		errno = saved;
+	}
+	g_free(dir);
+	g_free(base);
+	return rc;
+}
+
+int replace_commit(struct replacement *r, struct res_error *err)
+{
+	int rc = 0;
+
+	if (fsync(r->fd) < 0)
+		rc = fail(err, errno, "cannot write the new %s: %s", r->path, strerror(errno));
+	if (rc == 0 && r->unnamed && name_temporary(r) < 0)
+		rc = fail(err, errno, "cannot name the new %s: %s", r->path, strerror(errno));
+	if (rc == 0 && rename(r->tmp, r->path) < 0)
+		rc = fail(err, errno, "cannot rename the new %s over it: %s", r->path, strerror(errno));
+	if (rc == 0) {
+		g_free(r->tmp); /* in place now: nothing to take back */
+		r->tmp = NULL;
+	}
+	if (rc == 0 && fsync(r->dir_fd) < 0)
+		rc = fail(err, errno, "cannot flush the folder of %s: %s", r->path, strerror(errno));
+	replace_abort(r);
+	return rc;
+}
+
+void replace_abort(struct replacement *r)
+{
+	if (r->tmp)
+		unlink(r->tmp);
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->dir_fd >= 0)
+		close(r->dir_fd);
+	g_free(r->tmp);
+	g_free(r->path);
+	memset(r, 0, sizeof *r);
+	r->fd = r->dir_fd = -1;
+}

@@ -1,0 +1,37 @@
+/* A file replaced as a whole, never seen half written: the new contents
+ * go to a temporary in the same folder, flushed, then renamed over the
+ * name, and the folder flushed.  The temporary has no name until the
+ * rename is near (O_TMPFILE where the file system has it), so that a
+ * crash leaves nothing behind.  A symbolic link stays a link: the file it
+ * leads to is replaced.  The replaced file's mode is kept, and its owner
+ * and group where the caller may give them (else the new file is the
+ * caller's).  Hard links to the old file keep the old contents.  No FUSE,
+ * no globals. */
+#ifndef EIFS_REPLACE_H
+#define EIFS_REPLACE_H
+
+#include <sys/stat.h>
+
+#include "res.h"
+
+struct replacement {
+	int fd;          /* the new contents go here */
+	/* private */
+	char *path;      /* the file replaced (a link's target) */
+	char *tmp;       /* the temporary's name, once it has one */
+	int dir_fd;
+	int unnamed;     /* opened with O_TMPFILE */
+};
+
+/* Starts replacing path (which need not exist yet; then mode is the new
+ * file's).  0, or -1 with err filled. */
+int replace_begin(struct replacement *r, const char *path, mode_t mode, struct res_error *err);
+
+/* Flushes what was written to r->fd and puts it in place: 0, or -1 with
+ * err filled (the old file is then as it was).  Ends r either way. */
+int replace_commit(struct replacement *r, struct res_error *err);
+
+/* Drops the new contents; the old file stays. */
+void replace_abort(struct replacement *r);
+
+#endif
