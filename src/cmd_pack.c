@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cp1251.h"
 #include "res.h"
+#include "replace.h"
 #include "res_write.h"
 
 struct pack_list {
@@ -95,34 +96,29 @@ static int warn_case_duplicates(const struct res_pack_item *items, guint n)
 	return dups;
 }
 
-/* Writes next to OUT and renames over it only when complete, so that a
- * failed or interrupted pack never leaves a half archive under OUT. */
+/* Writes next to OUT and renames over it only when complete (replace.h),
+ * so that a failed or interrupted pack never leaves a half archive under
+ * OUT, nor a temporary beside it. */
 static int write_archive(const char *out, struct pack_list *l, const struct res_pack_options *opt)
 {
-	char *tmp = g_strdup_printf("%s.eifs-tmp-%d", out, (int)getpid());
 	struct res_error err = { 0 };
-	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	struct replacement r;
+	mode_t mask = umask(0);
 	int rc;
 
-	if (fd < 0) {
-		fprintf(stderr, "eifs: pack: %s: %s\n", tmp, strerror(errno));
-		g_free(tmp);
-		return -1;
+	umask(mask);
+	rc = replace_begin(&r, out, 0644 & ~mask, &err);
+	if (rc == 0) {
+		rc = res_pack_write(r.fd, (struct res_pack_item *)(void *)l->items->data, l->items->len, opt, &err);
+		if (rc == 0)
+			rc = replace_commit(&r, &err);
+		else
+			replace_abort(&r);
 	}
-	rc = res_pack_write(fd, (struct res_pack_item *)(void *)l->items->data, l->items->len, opt, &err);
-	if (rc < 0)
+	if (rc < 0 && err.offset)
 		fprintf(stderr, "eifs: pack: %s: offset %llu: %s\n", out, (unsigned long long)err.offset, err.msg);
-	else if (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, out) < 0) {
-		fprintf(stderr, "eifs: pack: %s: %s\n", out, strerror(errno));
-		rc = -1;
-		fd = -1;
-	} else
-		fd = -1;
-	if (fd >= 0)
-		close(fd);
-	if (rc < 0)
-		unlink(tmp);
-	g_free(tmp);
+	else if (rc < 0)
+		fprintf(stderr, "eifs: pack: %s: %s\n", out, err.msg);
 	return rc;
 }
 
