@@ -256,8 +256,7 @@ static void put_frames(void *const *frames, int n, int warm)
 		put("(no more frames: this process may not read its own stack, process_vm_readv)\n");
 }
 
-/* Only async-signal-safe calls, but for the syslog line: the process is
- * going anyway, and a lost line is the worst that can happen. */
+/* Only async-signal-safe calls (backtrace() once its library is loaded). */
 static void on_fatal(int sig, siginfo_t *info, void *context)
 {
 	void *frames[MAX_FRAMES];
@@ -273,8 +272,13 @@ static void on_fatal(int sig, siginfo_t *info, void *context)
 		put_frames(frames, backtrace(frames, MAX_FRAMES), 1);
 	else
 		put_frames(frames, walk_frames(context, frames, MAX_FRAMES), 0);
-	if (log_to_syslog_active())
-		syslog(LOG_CRIT, "fatal signal SIG%s; the mount is gone", name ? name : "?");
+	if (log_to_syslog_active()) {
+		char line[64] = "fatal signal SIG";
+
+		strncat(line, name ? name : "?", 16);
+		strcat(line, "; the mount is gone");
+		log_crash_line(line);
+	}
 	signal(sig, SIG_DFL);
 	raise(sig);
 }

@@ -7,6 +7,9 @@
 
 void log_to_syslog(void);
 int log_to_syslog_active(void);
+/* For a fatal signal's handler, with async-signal-safe calls only: text
+ * as one critical syslog line, when the log goes to syslog. */
+void log_crash_line(const char *text);
 void log_set_debug(int on);
 /* Leaves out warnings (and notices): a second look at what was reported. */
 void log_set_quiet(int on);

@@ -182,6 +182,31 @@ else
 	check "from the walk of frame pointers (no library names: the loader is not asked)" \
 		eval '! grep -q "\.so" "$WORK/crash.err"'
 	check "the dead mount can be unmounted" do_umount "$M"
+	# in the background the report's line goes to syslog, sent by the
+	# handler itself (syslog(3), which locks and allocates, could hang a
+	# daemon that faulted in malloc); here to a socket of the test's
+	python3 - "$WORK/log.sock" "$WORK/syslog.got" <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(20)
+try:
+    with open(sys.argv[2], "wb") as out:
+        out.write(s.recv(4096))
+except OSError:
+    pass
+PY
+	listener=$!
+	for i in $(seq 50); do [ -S "$WORK/log.sock" ] && break; sleep 0.1; done
+	EIFS_SYSLOG_SOCKET=$WORK/log.sock "$E" mount "$DEMO" "$M"
+	ls "$M/texts.res" >/dev/null
+	bg=$(daemon_pids "$M")
+	sleep 1
+	kill -SEGV $bg
+	wait $listener
+	check "a fault in the background sends its line to syslog from the handler" \
+		grep -qx "<26>eifs\[$bg\]: fatal signal SIGSEGV; the mount is gone" "$WORK/syslog.got"
+	check "... and the dead mount can be unmounted" do_umount "$M"
 fi
 
 # the walk of frame pointers takes code below the marker src/code_end.c for
