@@ -618,8 +618,8 @@ out:
  * The one per-thread value the two tell apart is the thread id the C
  * library caches (mutex owners): daemon_main puts the daemon's there.
  * (The kernel does not carry the parent's rseq registration over, so
- * sched_getcpu() in the daemon's main thread tells a stale CPU; nothing
- * here asks it.  The parent sets no signal handler, so no frame of one
+ * sched_getcpu() in the daemon's main thread tells a stale CPU; serve.c
+ * asks the system call instead.  The parent sets no signal handler, so no frame of one
  * lands on its stack.)
  * Where the kernel cannot say where that cache is, and under a sanitizer
  * (its run-time's per-thread state would be shared too), the daemon is

@@ -12,7 +12,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include <linux/fuse.h>
 #include <glib.h>
 
@@ -139,6 +141,9 @@ static void leave_idle(struct serve_loop *l)
 			break;
 		}
 	}
+	/* gone soon: serve_loop_run must not place it any more */
+	if (l->placed && pthread_equal(l->first, self))
+		l->placed = 0;
 	pthread_detach(self);
 }
 
@@ -262,8 +267,12 @@ static int next_request(struct serve_loop *l, struct fuse_buf *buf)
 		    || now - empty_since >= (int64_t)l->spin_us * 1000) {
 			struct pollfd p = { .fd = fuse_session_fd(l->se), .events = POLLIN };
 
-			if (poll(&p, 1, -1) < 0)
-				return -errno; /* EINTR (a watch's signal): asked again */
+			if (poll(&p, 1, -1) < 0) {
+				/* EINTR (a watch's signal): asked again, at once
+				 * asleep, not spinning anew after no request */
+				__atomic_store_n(&l->last_quick, 0, __ATOMIC_RELAXED);
+				return -errno;
+			}
 			empty_since = 0;
 		}
 	}
@@ -368,7 +377,11 @@ static void *first_thread(void *p)
 static int place_elsewhere(struct serve_loop *l, pthread_attr_t *attr)
 {
 	cpu_set_t other;
-	int here = sched_getcpu();
+	unsigned cpu;
+	/* the system call, not sched_getcpu(): glibc's answer comes from a
+	 * per-thread record the kernel stops updating in a process started
+	 * by clone with shared memory, as the daemon is */
+	int here = syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 ? (int)cpu : -1;
 
 	if (here < 0 || pthread_getaffinity_np(pthread_self(), sizeof l->cpus, &l->cpus) != 0)
 		return 0;
@@ -479,8 +492,10 @@ int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*la
 	pthread_mutex_unlock(&l->lock);
 	if (meanwhile)
 		meanwhile(ctx);
+	pthread_mutex_lock(&l->lock); /* the first thread may have left (leave_idle) */
 	if (l->placed)
 		pthread_setaffinity_np(l->first, sizeof l->cpus, &l->cpus);
+	pthread_mutex_unlock(&l->lock);
 	/* not before: a reader spinning on the other CPU would keep the
 	 * program that waits for the first answers from running */
 	start_spinning(l);
