@@ -348,6 +348,16 @@ int edit_shows_digest(struct edit *e, const struct identity *source_now, const s
 	return shows == 1;
 }
 
+int edit_unsaved(struct edit *e)
+{
+	int unsaved;
+
+	pthread_mutex_lock(&e->lock);
+	unsaved = e->version != e->saved;
+	pthread_mutex_unlock(&e->lock);
+	return unsaved;
+}
+
 int edit_idle(struct edit *e)
 {
 	int idle;

@@ -75,6 +75,9 @@ int edit_shows_digest(struct edit *e, const struct identity *source_now, const s
 /* Nothing would be lost without it: no writer, saved, not sticky. */
 int edit_idle(struct edit *e);
 
+/* Changed since the last save that landed (a failed save's version too). */
+int edit_unsaved(struct edit *e);
+
 /* A consistent look at the contents for a save.  edit_snapshot_begin
  * takes the edit's save lock (one save at a time; writes go on) and
  * returns 0 when the snapshot is to be saved, 1 when it already was, or

@@ -178,12 +178,38 @@ static void end_opens(struct fs *fs)
 		fs_handle_free(fs, fs->opens);
 }
 
+/* A file written through the mount whose save failed goes with the
+ * unmount: said, once (not of a temporary: one by design).  Called with
+ * the inodes' lock held: the path is made here. */
+static void warn_unsaved(struct inode *in, void *ctx)
+{
+	char *msg = NULL;
+	int err = edit_error(in->edit, &msg);
+
+	(void)ctx;
+	if (!in->scratch && edit_unsaved(in->edit)) {
+		GString *path = g_string_new(NULL);
+
+		for (struct inode *a = in; a && a->parent; a = a->parent) {
+			g_string_prepend(path, a->name);
+			g_string_prepend_c(path, '/');
+		}
+		log_msg(LOG_WARNING, "%s: not saved (%s%s%s); what was written through the mount is gone with the unmount",
+			path->str, err ? strerror(err) : "no save came", err && *msg ? ": " : "", err ? msg : "");
+		g_string_free(path, TRUE);
+	}
+	g_free(msg);
+}
+
 /* After the session ended: ends the opens left, then what fs_init_state
  * set up. */
 void fs_stop(struct fs *fs)
 {
 	fs_end_notices(fs);
 	end_opens(fs);
+	pthread_mutex_lock(&fs->edits_lock);
+	inodes_each_edit(fs->inodes, warn_unsaved, NULL);
+	pthread_mutex_unlock(&fs->edits_lock);
 	inodes_free(fs->inodes);
 	fs->inodes = NULL;
 	fs_made_free(fs);

@@ -638,6 +638,7 @@ do_umount "$M"
 "$E" mount -f "$G" "$M" 2>"$WORK/term.err" & fg=$!
 MOUNTS="$MOUNTS $M"
 for i in $(seq 50); do mounted "$M" && [ -d "$M/$Q" ] && break; sleep 0.1; done
+cp "$WORK/bad.ini" "$M/$Q/quest.ini" 2>/dev/null # a failed save: its text stays until the unmount
 python3 - "$M/$T/open.txt" "$M/$Q/open.txt" "$M/$T" > "$WORK/held" 2>&1 <<'PY' &
 import os, sys, time
 fds = [os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644) for p in sys.argv[1:3]]
@@ -660,6 +661,8 @@ check "... what was written to the files still open is saved, at the top and in 
 " && holds "$Q/open.txt" "written, never closed
 " && clean "${T%%/*}" && clean "${Q%%/*}"'
 check "... and the daemon said so" grep -q 'saving 2 file(s) still open for writing at unmount' "$WORK/term.err"
+check "... and names the file whose save failed, whose text goes with it" \
+	grep -q "^eifs: /$Q/quest.ini: not saved (Invalid argument: line 3: .*); what was written through the mount is gone with the unmount" "$WORK/term.err"
 
 # ---- read-only archives stay so ---------------------------------------------------------------
 chmod 444 "$G/figures.res"
