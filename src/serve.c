@@ -35,8 +35,6 @@ struct serve_loop {
 	int ending;            /* no thread starts any more */
 	int max_threads;
 	unsigned spin_us;      /* serve_loop_spin */
-	void (*before_stop)(void *ctx); /* serve_loop_before_stop */
-	void *before_stop_ctx;
 	int spinning;          /* the device is non-blocking: readers spin */
 	int last_quick;        /* no request was handed to another thread since
 				* the last quick one: readers may spin */
@@ -280,14 +278,12 @@ static int next_request(struct serve_loop *l, struct fuse_buf *buf)
 	}
 }
 
-/* Reads and answers while it is the reader, until the connection ends
- * or the thread is cancelled: a signal's end of the session stops no
- * reader by itself, as a notice under way may wait for a request's
- * answer (serve_loop_before_stop).  Cancelled (at the end) only while it
- * waits for a request. */
+/* Reads and answers while it is the reader; the loop ends when the
+ * session does.  Cancelled (at the end) only while it waits for a
+ * request. */
 static void serve_as_reader(struct serve_loop *l, struct fuse_buf *buf)
 {
-	while (reader_of == l) {
+	while (reader_of == l && !fuse_session_exited(l->se)) {
 		int res;
 
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
@@ -305,6 +301,8 @@ static void serve_as_reader(struct serve_loop *l, struct fuse_buf *buf)
 			pass_reading(l);
 		fuse_session_process_buf(l->se, buf);
 	}
+	if (reader_of == l)
+		end_session(l, 0); /* ended by a signal */
 }
 
 static void free_buf(void *buf)
@@ -462,12 +460,6 @@ void serve_loop_spin(struct serve_loop *l, unsigned usec)
 	l->spin_us = usec;
 }
 
-void serve_loop_before_stop(struct serve_loop *l, void (*fn)(void *ctx), void *ctx)
-{
-	l->before_stop = fn;
-	l->before_stop_ctx = ctx;
-}
-
 /* Spinning needs a CPU beside the one of the program that waits for the
  * answer: on one alone it would only keep that program from running. */
 static int may_spin(void)
@@ -508,8 +500,6 @@ int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*la
 	 * program that waits for the first answers from running */
 	start_spinning(l);
 	wait_for_end(l, later, ctx);
-	if (l->before_stop)
-		l->before_stop(l->before_stop_ctx);
 	stop_threads(l);
 	fuse_session_reset(l->se);
 	return l->error;

@@ -45,13 +45,6 @@ void serve_loop_spin(struct serve_loop *l, unsigned usec);
 enum { SERVE_LATER_MS = 100 };
 int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*later)(void *ctx), void *ctx);
 
-/* fn(ctx), once the loop was told to end, before its threads stop: they
- * still answer requests meanwhile.  A kernel notice under way may wait
- * for the answer to a request (a page lock a read holds): the threads
- * stopped, it waited for ever, and so did the daemon.  Before
- * serve_loop_run; the default is none. */
-void serve_loop_before_stop(struct serve_loop *l, void (*fn)(void *ctx), void *ctx);
-
 /* Ends the loop's threads (the first one also when the loop never ran)
  * and frees it; the session stays the caller's. */
 void serve_loop_free(struct serve_loop *l);
