@@ -268,17 +268,17 @@ static void on_fatal(int sig, siginfo_t *info, void *context)
 	put("eifs: fatal signal SIG");
 	put(name ? name : "?");
 	put("; the mount is gone.  Backtrace (addr2line -e eifs OFFSET):\n");
-	if (__atomic_load_n(&warmed, __ATOMIC_ACQUIRE))
-		put_frames(frames, backtrace(frames, MAX_FRAMES), 1);
-	else
-		put_frames(frames, walk_frames(context, frames, MAX_FRAMES), 0);
-	if (log_to_syslog_active()) {
+	if (log_to_syslog_active()) { /* before the walk, which may fault */
 		char line[64] = "fatal signal SIG";
 
 		strncat(line, name ? name : "?", 16);
 		strcat(line, "; the mount is gone");
 		log_crash_line(line);
 	}
+	if (__atomic_load_n(&warmed, __ATOMIC_ACQUIRE))
+		put_frames(frames, backtrace(frames, MAX_FRAMES), 1);
+	else
+		put_frames(frames, walk_frames(context, frames, MAX_FRAMES), 0);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }

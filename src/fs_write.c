@@ -478,7 +478,7 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 			tree_read_unlock(fs->tree);
 			err.code = EIO;
 			snprintf(err.msg, sizeof err.msg,
-				 "its entry is no longer in the archive as it is now (unreadable, or changed by another program); the contents stay open in the mount");
+				 "it is no longer in its archive (removed or renamed there, or the archive unreadable for now); what was written stays readable in the mount");
 			rc = -EIO;
 			is_view = 0;
 			break;

@@ -38,7 +38,8 @@ static int open_temporary(struct replacement *r)
 {
 	char *base = g_path_get_basename(r->path);
 
-	r->fd = openat(r->dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	/* naming it later goes through /proc (a chroot may lack it) */
+	r->fd = access("/proc/self/fd", X_OK) == 0 ? openat(r->dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
 	r->unnamed = r->fd >= 0;
 	if (r->fd < 0) { /* a file system without O_TMPFILE */
 		char *dir = g_path_get_dirname(r->path);

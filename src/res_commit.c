@@ -466,7 +466,7 @@ static int sync_step(const struct committer *c, int step)
 {
 	int fault = fault_at(c, step);
 
-	if (fault && fault != RES_FAULT_EIO)
+	if (fault && fault != RES_FAULT_EIO && step != RES_STEP_SYNC_UNCHANGED)
 		return fail(c->err, ECANCELED, 0, "stopped before step %d by the fault hook", step);
 	if (fault == RES_FAULT_EIO || fdatasync(c->fd) < 0) { /* also flushes the grown file size */
 		int code = fault == RES_FAULT_EIO ? EIO : errno;
@@ -542,13 +542,23 @@ static int still_ours(const struct committer *c, const struct res_header *read, 
 	    || (uint64_t)st.st_size != end)
 		return fail(c->err, ESTALE, 0, "the file was changed by another program during the commit; "
 			    "nothing was switched (the old archive, or what the other program wrote, stays)");
-	if (c->opt->path) {
-		struct stat named;
+	return 0;
+}
 
-		if (stat(c->opt->path, &named) < 0 || named.st_dev != st.st_dev || named.st_ino != st.st_ino)
-			return fail(c->err, ESTALE, 0, "another file took the archive's name during the commit; "
-				    "nothing was switched");
-	}
+/* Whether the archive's name still leads to the file committed into: a
+ * program that takes no lock may rename another file over it (a game
+ * updater, mv of a backup), and the change would land where no one reads
+ * it any more. */
+static int still_named(const struct committer *c)
+{
+	struct stat st, named;
+
+	if (!c->opt->path)
+		return 0;
+	if (fstat(c->fd, &st) < 0 || stat(c->opt->path, &named) < 0 || named.st_dev != st.st_dev
+	    || named.st_ino != st.st_ino)
+		return fail(c->err, ESTALE, 0, "another file took the archive's name during the commit; "
+			    "nothing was switched");
 	return 0;
 }
 
@@ -587,6 +597,8 @@ static int write_commit(const struct committer *c, struct edit *ed, uint64_t fil
 		rc = sync_step(c, RES_STEP_SYNC_TABLE);
 	if (rc == 0 && (rc = still_ours(c, &ed->tab.hdr, end)) < 0)
 		appending = 0; /* not ours to cut any more */
+	if (rc == 0)
+		rc = still_named(c); /* what it appended, under our lock, is cut */
 	/* A failed write or flush (a full disk) before the header switch takes
 	 * back what it appended: nothing refers to it.  The fault hook is a
 	 * crash and cleans nothing; a failed header write may be partly done. */
@@ -648,7 +660,7 @@ int res_commit(int fd, const struct res_change *changes, size_t n,
 	/* nothing to write; flushed all the same, as an earlier commit's
 	 * flush may have failed with its bytes still to reach the disk */
 	if (rc == 0 && !ed.changed)
-		rc = sync_step(&c, RES_STEP_SYNC_HEADER) < 0 ? -1 : 1;
+		rc = sync_step(&c, RES_STEP_SYNC_UNCHANGED) < 0 ? -1 : 1;
 	if (rc == 0)
 		rc = write_commit(&c, &ed, w.len);
 	edit_free(&ed);
@@ -726,9 +738,13 @@ int res_compact(const char *link_path, struct res_error *err)
 	 * file, not only its folder (and write bits: root, who may write
 	 * anything, leaves a read-only archive alone, as the mount does) */
 	if (!(st.st_mode & 0222) || faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) < 0) {
-		fail(err, EACCES, 0, "cannot compact: the archive is not writable (%s)", strerror(EACCES));
-	} else if (edit_open(&ed, &w, err) == 0) {
-		if (replace_begin(&r, path, 0, err) == 0) {
+		int code = st.st_mode & 0222 ? errno : EACCES;
+
+		fail(err, code, 0, "cannot compact: the archive is not writable (%s)", strerror(code));
+	} else {
+		/* edit_free after a failed edit_open too: it frees what that
+		 * made before it failed */
+		if (edit_open(&ed, &w, err) == 0 && replace_begin(&r, path, 0, err) == 0) {
 			if (write_compacted(r.fd, &ed, err) == 0)
 				rc = replace_commit(&r, err);
 			else

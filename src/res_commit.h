@@ -43,6 +43,8 @@ enum {
 	RES_STEP_SYNC_TABLE,  /* flush them to the disk */
 	RES_STEP_HEADER,      /* overwrite the header: the new state is live */
 	RES_STEP_SYNC_HEADER, /* flush it */
+	RES_STEP_SYNC_UNCHANGED, /* a commit with nothing to change: the flush
+				  * it does all the same (not a crash point) */
 };
 
 struct res_commit_options {

@@ -40,6 +40,7 @@ struct serve_loop {
 				* the last quick one: readers may spin */
 	GArray *threads;       /* pthread_t, every thread started */
 	pthread_t first;       /* the thread that mounts */
+	int first_gone;        /* it left (leave_idle): not placed again; lock */
 	cpu_set_t cpus;        /* where threads may run (the caller's mask) */
 	int placed;            /* the first thread runs on other CPUs until the
 				* loop runs: so do threads it starts, at first */
@@ -142,8 +143,8 @@ static void leave_idle(struct serve_loop *l)
 		}
 	}
 	/* gone soon: serve_loop_run must not place it any more */
-	if (l->placed && pthread_equal(l->first, self))
-		l->placed = 0;
+	if (pthread_equal(l->first, self))
+		l->first_gone = 1;
 	pthread_detach(self);
 }
 
@@ -493,7 +494,7 @@ int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*la
 	if (meanwhile)
 		meanwhile(ctx);
 	pthread_mutex_lock(&l->lock); /* the first thread may have left (leave_idle) */
-	if (l->placed)
+	if (l->placed && !l->first_gone)
 		pthread_setaffinity_np(l->first, sizeof l->cpus, &l->cpus);
 	pthread_mutex_unlock(&l->lock);
 	/* not before: a reader spinning on the other CPU would keep the

@@ -344,7 +344,7 @@ held_write "$M/texts.res/held.txt" 'v2 written'
 cat "$M/texts.res/map.txt" > /dev/null # the mount notices the change
 touch "$WORK/go"; wait $held
 check "an entry removed by another program while open: its close fails with EIO" grep -qx EIO "$WORK/held.out"
-check "... the status file says so" grep -q "^texts.res/held.txt	Input/output error	its entry is no longer in the archive" "$M/.eifs-status"
+check "... the status file says so" grep -q "^texts.res/held.txt	Input/output error	it is no longer in its archive" "$M/.eifs-status"
 printf 'v3' > "$M/texts.res/held.txt"
 check "... a new save of it lands" holds texts.res/held.txt v3
 held_write "$M/texts.res/held.txt" 'v4 written'
