@@ -4,24 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <glib.h>
-
-static int fail(struct res_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	err->offset = 0;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* The mode, owner and group of the file replaced, where the caller may
  * give them; a group only, where it may give that. */
@@ -68,11 +55,11 @@ int replace_begin(struct replacement *r, const char *path, mode_t mode, struct r
 	r->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	g_free(dir);
 	if (r->dir_fd < 0) {
-		fail(err, errno, "cannot open the folder of %s: %s", r->path, strerror(errno));
+		res_fail(err, errno, 0, "cannot open the folder of %s: %s", r->path, strerror(errno));
 	} else if (open_temporary(r) < 0) {
-		fail(err, errno, "cannot make a temporary next to %s: %s", r->path, strerror(errno));
+		res_fail(err, errno, 0, "cannot make a temporary next to %s: %s", r->path, strerror(errno));
 	} else if (take_over(r->fd, have_old ? &old : NULL, mode) < 0) {
-		fail(err, errno, "cannot set the mode of the new %s: %s", r->path, strerror(errno));
+		res_fail(err, errno, 0, "cannot set the mode of the new %s: %s", r->path, strerror(errno));
 	} else {
 		return 0;
 	}
@@ -112,17 +99,17 @@ int replace_commit(struct replacement *r, struct res_error *err)
 	int rc = 0;
 
 	if (fsync(r->fd) < 0)
-		rc = fail(err, errno, "cannot write the new %s: %s", r->path, strerror(errno));
+		rc = res_fail(err, errno, 0, "cannot write the new %s: %s", r->path, strerror(errno));
 	if (rc == 0 && r->unnamed && name_temporary(r) < 0)
-		rc = fail(err, errno, "cannot name the new %s: %s", r->path, strerror(errno));
+		rc = res_fail(err, errno, 0, "cannot name the new %s: %s", r->path, strerror(errno));
 	if (rc == 0 && rename(r->tmp, r->path) < 0)
-		rc = fail(err, errno, "cannot rename the new %s over it: %s", r->path, strerror(errno));
+		rc = res_fail(err, errno, 0, "cannot rename the new %s over it: %s", r->path, strerror(errno));
 	if (rc == 0) {
 		g_free(r->tmp); /* in place now: nothing to take back */
 		r->tmp = NULL;
 	}
 	if (rc == 0 && fsync(r->dir_fd) < 0)
-		rc = fail(err, errno, "cannot flush the folder of %s: %s", r->path, strerror(errno));
+		rc = res_fail(err, errno, 0, "cannot flush the folder of %s: %s", r->path, strerror(errno));
 	replace_abort(r);
 	return rc;
 }

@@ -27,7 +27,7 @@ static void put_u32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)(v >> 24);
 }
 
-static int fail(struct res_error *err, int code, uint64_t offset, const char *fmt, ...)
+int res_fail(struct res_error *err, int code, uint64_t offset, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -52,25 +52,25 @@ int res_header_decode(const unsigned char *buf, uint64_t archive_len,
 	uint64_t table_end;
 
 	if (archive_len < RES_HEADER_SIZE)
-		return fail(err, EINVAL, 0, "truncated header: %llu bytes, need 16",
+		return res_fail(err, EINVAL, 0, "truncated header: %llu bytes, need 16",
 			    (unsigned long long)archive_len);
 	if (!res_is_magic(buf, 4))
-		return fail(err, EINVAL, 0, "bad magic %08x", get_u32(buf));
+		return res_fail(err, EINVAL, 0, "bad magic %08x", get_u32(buf));
 	h->count = get_u32(buf + 4);
 	h->table_offset = get_u32(buf + 8);
 	h->names_len = get_u32(buf + 12);
 	if (h->count == 0 && h->names_len == 0)
 		return 0; /* empty archive; eilib writes table_offset 0 */
 	if (h->table_offset < RES_HEADER_SIZE)
-		return fail(err, EINVAL, 8, "table offset %u inside the header", h->table_offset);
+		return res_fail(err, EINVAL, 8, "table offset %u inside the header", h->table_offset);
 	table_end = (uint64_t)h->table_offset + (uint64_t)h->count * RES_ENTRY_SIZE;
 	if (table_end > archive_len)
-		return fail(err, EINVAL, 4,
+		return res_fail(err, EINVAL, 4,
 			    "table of %u entries at %u ends at %llu, past the archive end %llu",
 			    h->count, h->table_offset,
 			    (unsigned long long)table_end, (unsigned long long)archive_len);
 	if (table_end + h->names_len > archive_len)
-		return fail(err, EINVAL, 12,
+		return res_fail(err, EINVAL, 12,
 			    "name block of %u bytes at %llu ends at %llu, past the archive end %llu",
 			    h->names_len, (unsigned long long)table_end,
 			    (unsigned long long)(table_end + h->names_len), (unsigned long long)archive_len);
@@ -113,7 +113,7 @@ static int table_alloc(const struct res_header *h, struct res_table *t, struct r
 	t->hdr = *h;
 	t->entries = bigmem_alloc(entries_len + h->names_len + 1, 1);
 	if (!t->entries)
-		return fail(err, ENOMEM, 4, "no memory for a table of %u entries", h->count);
+		return res_fail(err, ENOMEM, 4, "no memory for a table of %u entries", h->count);
 	t->names = (char *)t->entries + entries_len;
 	return 0;
 }
@@ -174,11 +174,11 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 	_Static_assert(sizeof(struct res_entry) == 24, "no hidden padding, and room to decode in place");
 	memset(t, 0, sizeof *t);
 	if (w->len < RES_HEADER_SIZE)
-		return fail(err, EINVAL, 0, "truncated header: %llu bytes, need 16",
+		return res_fail(err, EINVAL, 0, "truncated header: %llu bytes, need 16",
 			    (unsigned long long)w->len);
 	rc = read_exact(w->fd, hdr, sizeof hdr, w->base);
 	if (rc < 0)
-		return fail(err, -rc, 0, "cannot read header: %s", strerror(-rc));
+		return res_fail(err, -rc, 0, "cannot read header: %s", strerror(-rc));
 	if (res_header_decode(hdr, w->len, &h, err) < 0 || table_alloc(&h, t, err) < 0)
 		return -1;
 	raw = (unsigned char *)t->entries + (size_t)h.count * (sizeof *t->entries - RES_ENTRY_SIZE);
@@ -187,7 +187,7 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 		decode_entries(raw, h.count, t->entries);
 	if (rc < 0) {
 		res_table_free(t);
-		return fail(err, -rc, h.table_offset, "cannot read table: %s", strerror(-rc));
+		return res_fail(err, -rc, h.table_offset, "cannot read table: %s", strerror(-rc));
 	}
 	return 0;
 }
@@ -272,7 +272,7 @@ int res_build_chains(uint32_t n, const char *const *names, const size_t *lens,
 	int64_t last_free = (int64_t)n - 1;
 
 	if (!used)
-		return fail(err, ENOMEM, 0, "no memory for %u slots", n);
+		return res_fail(err, ENOMEM, 0, "no memory for %u slots", n);
 	for (uint32_t s = 0; s < n; s++)
 		next_of_slot[s] = -1;
 	for (uint32_t k = 0; k < n; k++) {
@@ -280,7 +280,7 @@ int res_build_chains(uint32_t n, const char *const *names, const size_t *lens,
 
 		if (i < 0) {
 			free(used);
-			return fail(err, EINVAL, 0,
+			return res_fail(err, EINVAL, 0,
 				    "name %u (%.*s) has a negative signed-char hash sum: the game cannot find it",
 				    k, (int)lens[k], names[k]);
 		}

@@ -60,6 +60,11 @@ enum {
 	RES_FAULT_DATA = 1 << 1, /* data outside the archive */
 };
 
+/* Fills err (when not NULL) and returns -1: the errors of every module
+ * that reads or writes archive files. */
+int res_fail(struct res_error *err, int code, uint64_t offset, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 int res_is_magic(const unsigned char *buf, size_t len);
 
 /* Validates a 16-byte header against the archive length. */

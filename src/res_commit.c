@@ -31,7 +31,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,18 +39,6 @@
 #include <unistd.h>
 
 #include "replace.h"
-
-static int fail(struct res_error *err, int code, uint64_t offset, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	err->offset = offset;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static uint64_t align_up(uint64_t v, int align)
 {
@@ -136,7 +123,7 @@ static int edit_open(struct edit *ed, const struct res_window *w, struct res_err
 		};
 
 		if (faults)
-			return fail(err, EINVAL, (uint64_t)ed->tab.hdr.table_offset + (uint64_t)i * RES_ENTRY_SIZE,
+			return res_fail(err, EINVAL, (uint64_t)ed->tab.hdr.table_offset + (uint64_t)i * RES_ENTRY_SIZE,
 				    "entry %u: %s %s; a damaged archive is not written to", i,
 				    faults & RES_FAULT_NAME ? "name" : "data",
 				    faults & RES_FAULT_NAME ? res_name_fault_text(&ed->tab, i) : "is outside the archive");
@@ -192,7 +179,7 @@ static int64_t edit_find(struct edit *ed, const char *name, size_t len)
 
 static int ambiguous(struct res_error *err, const char *name, size_t len)
 {
-	return fail(err, EPERM, 0, "\"%.*s\": the archive holds two entries of that name, and a change "
+	return res_fail(err, EPERM, 0, "\"%.*s\": the archive holds two entries of that name, and a change "
 		    "could not tell which one it is for; none is made", (int)len, name);
 }
 
@@ -226,10 +213,10 @@ static int same_data(const struct res_pack_item *it, const unsigned char *data, 
 static int storable_name(const char *name, size_t len, size_t k, struct res_error *err)
 {
 	if (len == 0 || len > RES_NAME_MAX)
-		return fail(err, len ? ENAMETOOLONG : EINVAL, 0, "change %zu: a name of %zu bytes cannot be stored",
+		return res_fail(err, len ? ENAMETOOLONG : EINVAL, 0, "change %zu: a name of %zu bytes cannot be stored",
 			    k, len);
 	if (res_hash(name, len, 1) < 0)
-		return fail(err, EINVAL, 0, "\"%.*s\": negative signed-char hash sum; the game could not find it",
+		return res_fail(err, EINVAL, 0, "\"%.*s\": negative signed-char hash sum; the game could not find it",
 			    (int)len, name);
 	return 0;
 }
@@ -237,16 +224,16 @@ static int storable_name(const char *name, size_t len, size_t k, struct res_erro
 static int check_change(const struct res_change *c, size_t k, struct res_error *err)
 {
 	if (c->op != RES_PUT && c->op != RES_DELETE && c->op != RES_RENAME)
-		return fail(err, EINVAL, 0, "change %zu: unknown operation %d", k, c->op);
+		return res_fail(err, EINVAL, 0, "change %zu: unknown operation %d", k, c->op);
 	if (c->name_len == 0 || c->name_len > RES_NAME_MAX)
-		return fail(err, c->name_len ? ENAMETOOLONG : EINVAL, 0,
+		return res_fail(err, c->name_len ? ENAMETOOLONG : EINVAL, 0,
 			    "change %zu: a name of %zu bytes cannot be stored", k, c->name_len);
 	if (c->op == RES_PUT && storable_name(c->name, c->name_len, k, err) < 0)
 		return -1;
 	if (c->op == RES_RENAME && storable_name(c->to, c->to_len, k, err) < 0)
 		return -1;
 	if (c->op == RES_PUT && (uint64_t)c->len > UINT32_MAX)
-		return fail(err, EFBIG, 0, "\"%.*s\": %zu bytes do not fit an entry", (int)c->name_len,
+		return res_fail(err, EFBIG, 0, "\"%.*s\": %zu bytes do not fit an entry", (int)c->name_len,
 			    c->name, c->len);
 	return 0;
 }
@@ -272,7 +259,7 @@ static int apply_put(struct edit *ed, const struct res_change *c, struct res_err
 	it = item(ed, (guint)i);
 	rc = same_data(it, c->data, c->len, &same);
 	if (rc < 0)
-		return fail(err, -rc, it->data_offset, "cannot read \"%.*s\": %s", (int)it->name_len,
+		return res_fail(err, -rc, it->data_offset, "cannot read \"%.*s\": %s", (int)it->name_len,
 			    it->name, strerror(-rc));
 	if (same && (c->keep_same || (it->mtime == c->mtime && it->name_len == c->name_len
 					&& memcmp(it->name, c->name, c->name_len) == 0)))
@@ -307,7 +294,7 @@ static int apply_delete(struct edit *ed, const struct res_change *c, struct res_
 	if (i == EDIT_AMBIGUOUS)
 		return ambiguous(err, c->name, c->name_len);
 	if (i < 0)
-		return fail(err, ENOENT, 0, "\"%.*s\" is not in the archive", (int)c->name_len, c->name);
+		return res_fail(err, ENOENT, 0, "\"%.*s\" is not in the archive", (int)c->name_len, c->name);
 	edit_unname(ed, i);
 	ed->gone->data[i] = 1;
 	ed->changed = 1;
@@ -323,7 +310,7 @@ static int apply_rename(struct edit *ed, const struct res_change *c, struct res_
 	if (i == EDIT_AMBIGUOUS)
 		return ambiguous(err, c->name, c->name_len);
 	if (i < 0)
-		return fail(err, ENOENT, 0, "\"%.*s\" is not in the archive", (int)c->name_len, c->name);
+		return res_fail(err, ENOENT, 0, "\"%.*s\" is not in the archive", (int)c->name_len, c->name);
 	it = item(ed, (guint)i);
 	if (it->name_len == c->to_len && memcmp(it->name, c->to, c->to_len) == 0)
 		return 0;
@@ -435,7 +422,7 @@ static int place_new(struct res_pack_item *items, uint32_t n, uint64_t file_end,
 			continue;
 		pos = align_up(pos, align);
 		if (pos + items[i].length > UINT32_MAX)
-			return fail(err, EFBIG, pos, "the archive would pass 4 GiB; compact it first");
+			return res_fail(err, EFBIG, pos, "the archive would pass 4 GiB; compact it first");
 		items[i].data_offset = (uint32_t)pos;
 		pos += items[i].length;
 	}
@@ -458,7 +445,7 @@ static int fault_at(const struct committer *c, int step)
 static int stop_before(const struct committer *c, int step)
 {
 	if (fault_at(c, step))
-		return fail(c->err, ECANCELED, 0, "stopped before step %d by the fault hook", step);
+		return res_fail(c->err, ECANCELED, 0, "stopped before step %d by the fault hook", step);
 	return 0;
 }
 
@@ -467,11 +454,11 @@ static int sync_step(const struct committer *c, int step)
 	int fault = fault_at(c, step);
 
 	if (fault && fault != RES_FAULT_EIO && step != RES_STEP_SYNC_UNCHANGED)
-		return fail(c->err, ECANCELED, 0, "stopped before step %d by the fault hook", step);
+		return res_fail(c->err, ECANCELED, 0, "stopped before step %d by the fault hook", step);
 	if (fault == RES_FAULT_EIO || fdatasync(c->fd) < 0) { /* also flushes the grown file size */
 		int code = fault == RES_FAULT_EIO ? EIO : errno;
 
-		return fail(c->err, code, 0, "cannot flush: %s", strerror(code));
+		return res_fail(c->err, code, 0, "cannot flush: %s", strerror(code));
 	}
 	return 0;
 }
@@ -488,7 +475,7 @@ static int append_data(const struct committer *c, const struct res_pack_item *it
 		/* gaps left for alignment are holes: they read as zeros */
 		rc = write_all(c->fd, items[i].data, items[i].length, items[i].data_offset);
 		if (rc < 0)
-			return fail(c->err, -rc, items[i].data_offset, "cannot write \"%.*s\": %s",
+			return res_fail(c->err, -rc, items[i].data_offset, "cannot write \"%.*s\": %s",
 				    (int)items[i].name_len, items[i].name, strerror(-rc));
 	}
 	return 0;
@@ -503,7 +490,7 @@ static int append_table(const struct committer *c, const struct res_pack_item *i
 	if (rc == 0)
 		rc = stop_before(c, RES_STEP_TABLE);
 	if (rc == 0 && (rc = write_all(c->fd, block->data, block->len, table_offset)) < 0)
-		rc = fail(c->err, -rc, table_offset, "cannot write the table: %s", strerror(-rc));
+		rc = res_fail(c->err, -rc, table_offset, "cannot write the table: %s", strerror(-rc));
 	/* where the file ends now (an empty archive's table is nowhere) */
 	if (block->len)
 		*end = MAX(*end, table_offset + block->len);
@@ -518,7 +505,7 @@ static int header_overlap(const struct res_pack_item *items, uint32_t n, struct 
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (!items[i].data && items[i].length && items[i].data_offset < RES_HEADER_SIZE)
-			return fail(err, EINVAL, items[i].data_offset,
+			return res_fail(err, EINVAL, items[i].data_offset,
 				    "\"%.*s\" lies over the header, which a commit rewrites; compact the archive first",
 				    (int)items[i].name_len, items[i].name);
 	return 0;
@@ -540,7 +527,7 @@ static int still_ours(const struct committer *c, const struct res_header *read, 
 	while (got < 0 && errno == EINTR);
 	if (fstat(c->fd, &st) < 0 || got != (ssize_t)sizeof now || memcmp(now, was, sizeof now) != 0
 	    || (uint64_t)st.st_size != end)
-		return fail(c->err, ESTALE, 0, "the file was changed by another program during the commit; "
+		return res_fail(c->err, ESTALE, 0, "the file was changed by another program during the commit; "
 			    "nothing was switched (the old archive, or what the other program wrote, stays)");
 	return 0;
 }
@@ -557,7 +544,7 @@ static int still_named(const struct committer *c)
 		return 0;
 	if (fstat(c->fd, &st) < 0 || stat(c->opt->path, &named) < 0 || named.st_dev != st.st_dev
 	    || named.st_ino != st.st_ino)
-		return fail(c->err, ESTALE, 0, "another file took the archive's name during the commit; "
+		return res_fail(c->err, ESTALE, 0, "another file took the archive's name during the commit; "
 			    "nothing was switched");
 	return 0;
 }
@@ -572,7 +559,7 @@ static int switch_header(const struct committer *c, const struct res_header *h)
 	res_header_encode(h, hdr);
 	rc = write_all(c->fd, hdr, sizeof hdr, 0);
 	if (rc < 0)
-		return fail(c->err, -rc, 0, "cannot write the header: %s", strerror(-rc));
+		return res_fail(c->err, -rc, 0, "cannot write the header: %s", strerror(-rc));
 	return 0;
 }
 
@@ -629,13 +616,13 @@ static int lock_and_stat(int fd, struct stat *st, struct res_error *err)
 	int rc = lock(fd, LOCK_EX);
 
 	if (rc < 0)
-		return fail(err, -rc, 0, "cannot lock: %s", strerror(-rc));
+		return res_fail(err, -rc, 0, "cannot lock: %s", strerror(-rc));
 	if (fstat(fd, st) < 0)
-		rc = fail(err, errno, 0, "cannot stat: %s", strerror(errno));
+		rc = res_fail(err, errno, 0, "cannot stat: %s", strerror(errno));
 	else if (!S_ISREG(st->st_mode))
-		rc = fail(err, EINVAL, 0, "not a regular file");
+		rc = res_fail(err, EINVAL, 0, "not a regular file");
 	else if (st->st_nlink == 0) /* res_compact renamed a new file over it */
-		rc = fail(err, ESTALE, 0, "the archive was replaced while waiting for the lock; open it again");
+		rc = res_fail(err, ESTALE, 0, "the archive was replaced while waiting for the lock; open it again");
 	if (rc < 0)
 		lock(fd, LOCK_UN);
 	return rc;
@@ -692,12 +679,12 @@ static int open_locked(const char *path, struct stat *st, struct res_error *err)
 		struct stat now;
 
 		if (fd < 0)
-			return fail(err, errno, 0, "%s", strerror(errno));
+			return res_fail(err, errno, 0, "%s", strerror(errno));
 		if (lock_and_stat(fd, st, err) == 0) {
 			if (stat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino)
 				return fd;
 			/* replaced meanwhile, an old link keeping the old file */
-			fail(err, ESTALE, 0, "replaced while waiting for the lock");
+			res_fail(err, ESTALE, 0, "replaced while waiting for the lock");
 			lock(fd, LOCK_UN);
 		}
 		close(fd);
@@ -727,7 +714,7 @@ int res_compact(const char *link_path, struct res_error *err)
 	struct res_window w;
 	struct stat st;
 	struct edit ed;
-	int fd = path ? open_locked(path, &st, err) : fail(err, errno, 0, "%s", strerror(errno)), rc = -1;
+	int fd = path ? open_locked(path, &st, err) : res_fail(err, errno, 0, "%s", strerror(errno)), rc = -1;
 
 	if (fd < 0) {
 		free(path);
@@ -740,7 +727,7 @@ int res_compact(const char *link_path, struct res_error *err)
 	if (!(st.st_mode & 0222) || faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) < 0) {
 		int code = st.st_mode & 0222 ? errno : EACCES;
 
-		fail(err, code, 0, "cannot compact: the archive is not writable (%s)", strerror(code));
+		res_fail(err, code, 0, "cannot compact: the archive is not writable (%s)", strerror(code));
 	} else {
 		/* edit_free after a failed edit_open too: it frees what that
 		 * made before it failed */

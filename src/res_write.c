@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +10,6 @@
 #include <glib.h>
 
 enum { COPY_CHUNK = 1 << 20 };
-
-static int fail(struct res_error *err, int code, uint64_t offset, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	err->offset = offset;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static int item_order(const void *pa, const void *pb)
 {
@@ -259,7 +246,7 @@ static int place_data(struct res_pack_item *items, uint32_t n, const struct res_
 
 		rc = find_copy(seen, it, i, opt->dedup, buf, &first);
 		if (rc < 0) {
-			fail(err, -rc, 0, "cannot read %.*s: %s", (int)it->name_len, it->name, strerror(-rc));
+			res_fail(err, -rc, 0, "cannot read %.*s: %s", (int)it->name_len, it->name, strerror(-rc));
 			break;
 		}
 		if (first >= 0) {
@@ -271,7 +258,7 @@ static int place_data(struct res_pack_item *items, uint32_t n, const struct res_
 		}
 		pos = align_up(pos, opt->align);
 		if (pos + it->length > UINT32_MAX) {
-			rc = fail(err, EFBIG, pos, "archive would pass 4 GiB at %.*s", (int)it->name_len, it->name);
+			rc = res_fail(err, EFBIG, pos, "archive would pass 4 GiB at %.*s", (int)it->name_len, it->name);
 			break;
 		}
 		it->data_offset = (uint32_t)pos;
@@ -309,7 +296,7 @@ static int write_data(struct sink *out, const struct res_pack_item *items, uint3
 			continue; /* shared with an earlier item */
 		rc = item_copy(it, out, buf);
 		if (rc < 0)
-			return fail(err, -rc, it->data_offset, "cannot copy %.*s: %s",
+			return res_fail(err, -rc, it->data_offset, "cannot copy %.*s: %s",
 				    (int)it->name_len, it->name, strerror(-rc));
 	}
 	return 0;
@@ -333,7 +320,7 @@ int res_pack_table(const struct res_pack_item *items, uint32_t n, uint64_t table
 		names_len += items[i].name_len;
 	}
 	if (table_offset + table_len + names_len > UINT32_MAX)
-		rc = fail(err, EFBIG, table_offset, "archive would pass 4 GiB");
+		rc = res_fail(err, EFBIG, table_offset, "archive would pass 4 GiB");
 	else if (n && res_build_chains(n, names, lens, slot_of, next_of, err) < 0)
 		rc = -1;
 	if (rc == 0) {
@@ -375,7 +362,7 @@ static int write_table(struct sink *out, const struct res_pack_item *items, uint
 		if (rc == 0)
 			rc = sink_write(out, hdr, sizeof hdr, 0);
 		if (rc < 0)
-			rc = fail(err, -rc, table_offset, "cannot write: %s", strerror(-rc));
+			rc = res_fail(err, -rc, table_offset, "cannot write: %s", strerror(-rc));
 	}
 	g_byte_array_unref(block);
 	return rc;
@@ -396,7 +383,7 @@ static int pack(struct sink *out, struct res_pack_item *items, uint32_t n,
 
 	for (uint32_t i = 0; i < n; i++)
 		if (items[i].name_len == 0 || items[i].name_len > RES_NAME_MAX || items[i].length > UINT32_MAX) {
-			rc = fail(err, !items[i].name_len ? EINVAL : items[i].name_len > RES_NAME_MAX ? ENAMETOOLONG : EFBIG, 0,
+			rc = res_fail(err, !items[i].name_len ? EINVAL : items[i].name_len > RES_NAME_MAX ? ENAMETOOLONG : EFBIG, 0,
 				  "entry %u: name of %zu bytes or %llu bytes of data cannot be stored",
 				  i, items[i].name_len, (unsigned long long)items[i].length);
 			break;
@@ -414,7 +401,7 @@ static int pack(struct sink *out, struct res_pack_item *items, uint32_t n,
 		/* pad explicitly: the file may be shorter than table_offset otherwise */
 		rc = sink_write(out, zeros, (size_t)(table_offset - data_end), data_end);
 		if (rc < 0)
-			rc = fail(err, -rc, data_end, "cannot write: %s", strerror(-rc));
+			rc = res_fail(err, -rc, data_end, "cannot write: %s", strerror(-rc));
 	}
 	if (rc == 0)
 		rc = write_table(out, items, n, table_offset, err);

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,18 +23,6 @@ struct wb_plan {
 	GByteArray *data;     /* replace: the new contents */
 	int unchanged;        /* nothing to do */
 };
-
-static int fail(struct res_error *err, int code, uint64_t offset, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	err->offset = offset;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static struct wb_plan *plan_new(void)
 {
@@ -108,11 +95,11 @@ static struct wb_plan *archive_plan(struct tree_node *n, struct res_error *err)
 	struct wb_plan *p;
 
 	if (!unit || unit->kind != NODE_ARCHIVE) {
-		fail(err, EXDEV, 0, "not inside an archive");
+		res_fail(err, EXDEV, 0, "not inside an archive");
 		return NULL;
 	}
 	if (!unit->src->writable) {
-		fail(err, EROFS, 0, "%s is read-only", unit->src->path);
+		res_fail(err, EROFS, 0, "%s is read-only", unit->src->path);
 		return NULL;
 	}
 	p = plan_new();
@@ -138,7 +125,7 @@ static GByteArray *read_whole(struct tree *t, struct tree_node *n, struct res_er
 	g_byte_array_set_size(b, (guint)size);
 	got = tree_read(t, n, b->data, b->len, 0);
 	if (got < 0) {
-		fail(err, (int)-got, 0, "cannot read %s: %s", n->name, strerror((int)-got));
+		res_fail(err, (int)-got, 0, "cannot read %s: %s", n->name, strerror((int)-got));
 		g_byte_array_unref(b);
 		return NULL;
 	}
@@ -175,7 +162,7 @@ static GByteArray *source_of_text(unsigned type, const unsigned char *text, size
 
 	/* a value the source cannot hold is a bad value all the same */
 	if (!bytes)
-		fail(err, ferr.code == EILSEQ || ferr.code == EACCES || ferr.code == EFBIG ? ferr.code : EINVAL,
+		res_fail(err, ferr.code == EILSEQ || ferr.code == EACCES || ferr.code == EFBIG ? ferr.code : EINVAL,
 		     ferr.offset, "%s", ferr.msg);
 	return bytes;
 }
@@ -219,7 +206,7 @@ struct wb_plan *wb_put(struct tree *t, struct tree_node *n, const unsigned char 
 		return bytes ? put_source(t, view_source(n), bytes, mtime, err) : NULL;
 	}
 	if (n->kind != NODE_ENTRY) {
-		fail(err, EISDIR, 0, "not an entry");
+		res_fail(err, EISDIR, 0, "not an entry");
 		return NULL;
 	}
 	p = archive_plan(n, err);
@@ -250,7 +237,7 @@ struct wb_plan *wb_create(struct tree *t, struct tree_node *dir, const char *nam
 	if (there && (there->kind == NODE_VIEW || there->kind == NODE_ENTRY))
 		return wb_put(t, there, data, len, mtime, err);
 	if (there) {
-		fail(err, EISDIR, 0, "%s is a folder", name);
+		res_fail(err, EISDIR, 0, "%s is a folder", name);
 		return NULL;
 	}
 	p = archive_plan(dir, err);
@@ -264,7 +251,7 @@ struct wb_plan *wb_delete(struct tree *t, struct tree_node *n, struct res_error 
 	struct wb_plan *p;
 
 	if (!in_archive(n) || n->kind == NODE_VDIR) {
-		fail(err, n->kind == NODE_VDIR ? EISDIR : EPERM, 0, "not an entry of an archive");
+		res_fail(err, n->kind == NODE_VDIR ? EISDIR : EPERM, 0, "not an entry of an archive");
 		return NULL;
 	}
 	p = archive_plan(n, err);
@@ -281,7 +268,7 @@ static int rename_below(struct tree *t, struct wb_plan *p, struct tree_node *uni
 	int rc = tree_children(t, v, &d);
 
 	if (rc < 0)
-		return fail(err, -rc, 0, "cannot read %s: %s", v->name, strerror(-rc));
+		return res_fail(err, -rc, 0, "cannot read %s: %s", v->name, strerror(-rc));
 	for (uint32_t i = 0; i < d->count && rc == 0; i++) {
 		struct tree_node *c = &d->child[i];
 		char *c_to = g_strconcat(to, "/", c->name, NULL);
@@ -304,16 +291,16 @@ static struct wb_plan *rename_onto_view(struct tree *t, struct tree_node *n, str
 	struct wb_plan *p;
 
 	if (n->kind != NODE_ENTRY && n->kind != NODE_PLAIN) {
-		fail(err, EISDIR, 0, "only a file can replace a view");
+		res_fail(err, EISDIR, 0, "only a file can replace a view");
 		return NULL;
 	}
 	/* the save would write the source and then delete it */
 	if (n == view_source(view)) {
-		fail(err, EPERM, 0, "a file cannot replace its own view");
+		res_fail(err, EPERM, 0, "a file cannot replace its own view");
 		return NULL;
 	}
 	if (tree_file_size(t, n) > VIEW_MAX_TEXT_SOURCE) {
-		fail(err, EFBIG, 0, "too big for a %s view", view_type_label(view->view));
+		res_fail(err, EFBIG, 0, "too big for a %s view", view_type_label(view->view));
 		return NULL;
 	}
 	text = read_whole(t, n, err);
@@ -326,7 +313,7 @@ static struct wb_plan *rename_onto_view(struct tree *t, struct tree_node *n, str
 	if ((n->kind == NODE_PLAIN) != (view_source(view)->kind == NODE_PLAIN)
 	    || (n->kind == NODE_ENTRY && tree_unit(n) != tree_unit(view))) {
 		g_byte_array_unref(bytes);
-		fail(err, EXDEV, 0, "the file and the view are not in one archive or folder");
+		res_fail(err, EXDEV, 0, "the file and the view are not in one archive or folder");
 		return NULL;
 	}
 	p = put_source(t, view_source(view), bytes, (uint32_t)n->mtime, err);
@@ -351,15 +338,15 @@ struct wb_plan *wb_rename(struct tree *t, struct tree_node *n, struct tree_node 
 	if (target && target->kind == NODE_VIEW && view_is_editable(target->view))
 		return rename_onto_view(t, n, target, err);
 	if (n->kind == NODE_VIEW || (target && target->kind == NODE_VIEW)) {
-		fail(err, EPERM, 0, "views are made by eifs: they cannot be renamed or replaced");
+		res_fail(err, EPERM, 0, "views are made by eifs: they cannot be renamed or replaced");
 		return NULL;
 	}
 	if (!in_archive(n) || tree_unit(dir) != unit || !(in_archive(dir) || dir == unit)) {
-		fail(err, EXDEV, 0, "a rename stays inside one archive");
+		res_fail(err, EXDEV, 0, "a rename stays inside one archive");
 		return NULL;
 	}
 	if (target && tree_is_dir(target) && !tree_is_dir(n)) {
-		fail(err, EISDIR, 0, "%s is a folder", name);
+		res_fail(err, EISDIR, 0, "%s is a folder", name);
 		return NULL;
 	}
 	p = archive_plan(n, err);
@@ -403,7 +390,7 @@ int wb_replace_file(const char *path, const unsigned char *data, size_t len, str
 	rc = write_all(r.fd, data, len);
 	if (rc < 0) {
 		replace_abort(&r);
-		return fail(err, -rc, 0, "cannot write the new %s: %s", path, strerror(-rc));
+		return res_fail(err, -rc, 0, "cannot write the new %s: %s", path, strerror(-rc));
 	}
 	return replace_commit(&r, err);
 }
@@ -421,6 +408,6 @@ int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_e
 		rc = save_archive(p->file, (const struct save_op *)(void *)p->ops->data, p->ops->len, opt, err,
 				  stamps);
 	if (rc >= 0 && p->unlink_after && unlink(p->unlink_after) < 0 && errno != ENOENT)
-		rc = fail(err, errno, 0, "saved, but cannot remove %s: %s", p->unlink_after, strerror(errno));
+		rc = res_fail(err, errno, 0, "saved, but cannot remove %s: %s", p->unlink_after, strerror(errno));
 	return rc;
 }
