@@ -278,6 +278,13 @@ static void warm_up_crash_report(void *ctx)
 
 /* Without a loop (-s, its first thread only mounted) the main thread
  * answers every request. */
+/* Before the serving threads stop: the notices queued go out while
+ * requests are still answered. */
+static void drain_notices(void *p)
+{
+	fs_drain_notices(p, 2000);
+}
+
 static int serve(struct serve_loop *l, struct fuse_session *se, struct fs *fs)
 {
 	if (!l) {
@@ -585,8 +592,10 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		serve_loop_free(loop);
 		loop = NULL;
 	}
-	if (loop)
+	if (loop) {
 		serve_loop_spin(loop, m->spin_us);
+		serve_loop_before_stop(loop, drain_notices, &fs);
+	}
 	status = serve(loop, se, &fs) >= 0 ? EXIT_OK : EXIT_MOUNT;
 out:
 	serve_loop_free(loop);

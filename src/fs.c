@@ -155,6 +155,12 @@ void fs_start(struct fs *fs, struct fuse_session *se)
 	tree_before_wait(fs->tree, serve_will_block);
 }
 
+void fs_drain_notices(struct fs *fs, unsigned timeout_ms)
+{
+	if (fs->notifier && worker_wait(fs->notifier, timeout_ms) < 0)
+		log_msg(LOG_WARNING, "notices to the kernel still under way after %u ms at the end", timeout_ms);
+}
+
 void fs_end_notices(struct fs *fs)
 {
 	worker_free(fs->notifier); /* sends what is queued: it fails at once */

@@ -62,6 +62,10 @@ void fs_before_view_wait(int converting);
  * is destroyed: sends the notices still queued, which fail at once, and
  * no more after. */
 void fs_end_notices(struct fs *fs);
+/* Waits until the notices queued so far went out, timeout_ms at most:
+ * while requests are still answered (one may hold what a notice waits
+ * for). */
+void fs_drain_notices(struct fs *fs, unsigned timeout_ms);
 void fs_stop(struct fs *fs);
 
 /* ---- shared by fs.c, fs_write.c and fs_names.c --------------------------- */

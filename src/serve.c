@@ -35,6 +35,8 @@ struct serve_loop {
 	int ending;            /* no thread starts any more */
 	int max_threads;
 	unsigned spin_us;      /* serve_loop_spin */
+	void (*before_stop)(void *ctx); /* serve_loop_before_stop */
+	void *before_stop_ctx;
 	int spinning;          /* the device is non-blocking: readers spin */
 	int last_quick;        /* no request was handed to another thread since
 				* the last quick one: readers may spin */
@@ -45,7 +47,9 @@ struct serve_loop {
 	int placed;            /* the first thread runs on other CPUs until the
 				* loop runs: so do threads it starts, at first */
 	int start_failed;      /* logged once */
-	sem_t finished;        /* the session ended (posted by the reader) */
+	sem_t finished;        /* the session ended (posted by the reader), or
+				* a signal came (stop_signal) */
+	int stop_signal;       /* SIGINT, SIGTERM or SIGHUP came (before_stop) */
 	int error;
 };
 
@@ -330,7 +334,7 @@ static void *serve_thread(void *p)
  * wait began. */
 static void wait_for_end(struct serve_loop *l, void (*later)(void *ctx), void *ctx)
 {
-	while (!fuse_session_exited(l->se)) {
+	while (!fuse_session_exited(l->se) && !__atomic_load_n(&l->stop_signal, __ATOMIC_ACQUIRE)) {
 		struct timespec t;
 
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -461,6 +465,12 @@ void serve_loop_spin(struct serve_loop *l, unsigned usec)
 	l->spin_us = usec;
 }
 
+void serve_loop_before_stop(struct serve_loop *l, void (*fn)(void *ctx), void *ctx)
+{
+	l->before_stop = fn;
+	l->before_stop_ctx = ctx;
+}
+
 /* Spinning needs a CPU beside the one of the program that waits for the
  * answer: on one alone it would only keep that program from running. */
 static int may_spin(void)
@@ -485,8 +495,48 @@ static void start_spinning(struct serve_loop *l)
 		fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
+/* The loop the stop signals end while serve_loop_run takes them: a
+ * handler has no other way to it (one loop runs in a daemon). */
+static struct serve_loop *signalled;
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void on_stop_signal(int sig)
+{
+	struct serve_loop *l = __atomic_load_n(&signalled, __ATOMIC_ACQUIRE);
+
+	(void)sig;
+	if (l) {
+		__atomic_store_n(&l->stop_signal, 1, __ATOMIC_RELEASE);
+		sem_post(&l->finished); /* async-signal-safe */
+	}
+}
+
+static void take_stop_signals(struct serve_loop *l, struct sigaction *before)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	__atomic_store_n(&signalled, l, __ATOMIC_RELEASE);
+	for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
+		sigaction(stop_signals[i], &sa, &before[i]);
+}
+
+static void give_back_stop_signals(const struct sigaction *before)
+{
+	for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
+		sigaction(stop_signals[i], &before[i], NULL);
+	__atomic_store_n(&signalled, NULL, __ATOMIC_RELEASE);
+}
+
 int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*later)(void *ctx), void *ctx)
 {
+	struct sigaction before[sizeof stop_signals / sizeof stop_signals[0]];
+	int own_signals = l->before_stop != NULL;
+
+	if (own_signals)
+		take_stop_signals(l, before);
 	pthread_mutex_lock(&l->lock);
 	l->running = 1;
 	pthread_cond_broadcast(&l->handshake);
@@ -501,6 +551,13 @@ int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*la
 	 * program that waits for the first answers from running */
 	start_spinning(l);
 	wait_for_end(l, later, ctx);
+	if (own_signals) {
+		/* the readers still answer while before_stop works */
+		if (__atomic_load_n(&l->stop_signal, __ATOMIC_ACQUIRE))
+			l->before_stop(l->before_stop_ctx);
+		fuse_session_exit(l->se);
+		give_back_stop_signals(before);
+	}
 	stop_threads(l);
 	fuse_session_reset(l->se);
 	return l->error;

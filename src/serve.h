@@ -45,6 +45,17 @@ void serve_loop_spin(struct serve_loop *l, unsigned usec);
 enum { SERVE_LATER_MS = 100 };
 int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*later)(void *ctx), void *ctx);
 
+/* fn(ctx), once SIGINT, SIGTERM or SIGHUP came, before the session is
+ * marked exited and the threads stop: they still answer requests
+ * meanwhile.  A kernel notice under way may wait for the answer to a
+ * request (a page lock a queued read holds): with the readers stopped
+ * first, it waited for ever, and so did the daemon.  serve_loop_run then
+ * takes those signals itself (the handlers fuse_set_signal_handlers set
+ * mark the session exited at once, and libfuse then drops the request a
+ * reader reads) and gives the ones before back when it returns.  Before
+ * serve_loop_run; the default is none. */
+void serve_loop_before_stop(struct serve_loop *l, void (*fn)(void *ctx), void *ctx);
+
 /* Ends the loop's threads (the first one also when the loop never ran)
  * and frees it; the session stays the caller's. */
 void serve_loop_free(struct serve_loop *l);

@@ -664,6 +664,27 @@ check "... and the daemon said so" grep -q 'saving 2 file(s) still open for writ
 check "... and names the file whose save failed, whose text goes with it" \
 	grep -q "^eifs: /$Q/quest.ini: not saved (Invalid argument: line 3: .*); what was written through the mount is gone with the unmount" "$WORK/term.err"
 
+# a SIGTERM while notices to the kernel are still queued (an outside
+# change's reload, each notice 1.5 s late here): requests that come
+# meanwhile are still answered, and the notices go out before the threads
+# stop.  With libfuse's own handlers the readers stopped at once, dropping
+# the request they read (this cat hung until the unmount failed it), and
+# a notice waiting in the kernel on a queued read waited for ever.
+EIFS_NOTIFY_DELAY_MS=1500 "$E" mount -f "$G" "$M" 2>"$WORK/drain.err" & fg=$!
+MOUNTS="$MOUNTS $M"
+for i in $(seq 50); do mounted "$M" && [ -d "$M/$T" ] && break; sleep 0.1; done
+f=$("$E" ls "$G/$T" | grep -v '[/\\]' | head -n1) # a file at the top of the archive
+cat "$M/$T/$f" > /dev/null
+printf 'outside' | "$E" put "$G/$T/outside.txt" -
+stat "$M/$T/outside.txt" > /dev/null # the lookup reloads, its notices queued
+kill -TERM $fg
+sleep 0.3
+timeout 10 cat "$M/$T/$f" > "$WORK/drain.out" 2>&1; rc=$?
+check "a request after SIGTERM, with notices still queued, is answered" \
+	eval '[ -n "$f" ] && [ $rc -eq 0 ] && "$E" cat "$G/$T/$f" | cmp -s - "$WORK/drain.out"'
+wait $fg; rc=$?
+check "... and the daemon then exits 0 and unmounts" eval '[ $rc -eq 0 ] && ! mounted "$M"'
+
 # ---- read-only archives stay so ---------------------------------------------------------------
 chmod 444 "$G/figures.res"
 do_mount "$G" "$M"
