@@ -276,8 +276,6 @@ static void warm_up_crash_report(void *ctx)
 /* As many as libfuse's own multi-threaded loop starts at most. */
 #define MAX_SERVE_THREADS 10
 
-/* Without a loop (-s, its first thread only mounted) the main thread
- * answers every request. */
 /* Before the serving threads stop: the notices queued go out while
  * requests are still answered. */
 static void drain_notices(void *p)
@@ -285,6 +283,8 @@ static void drain_notices(void *p)
 	fs_drain_notices(p, 2000);
 }
 
+/* Without a loop (-s, its first thread only mounted) the main thread
+ * answers every request. */
 static int serve(struct serve_loop *l, struct fuse_session *se, struct fs *fs)
 {
 	if (!l) {
@@ -586,8 +586,8 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	set_convert_delay(&fs);
 	set_load_delay(&fs);
 	set_notify_delay(&fs);
-	/* the loops return 0 or the signal that ended them, or a negative
-	 * errno when they failed */
+	/* the loops return 0 when an unmount or a signal ended them (-s:
+	 * the signal's number), or a negative errno when they failed */
 	if (m->single_thread) {
 		serve_loop_free(loop);
 		loop = NULL;
@@ -604,6 +604,11 @@ out:
 		remove_made(m->mnt, made);
 		g_free(made);
 	}
+	/* a second Ctrl-C or SIGTERM no longer ends the last saves half
+	 * way (the handlers are gone; the default action killed) */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	if (fs.inodes)
 		fs_stop(&fs); /* saves what opens left, which may convert views */
 	view_cache_free(fs.views); /* its read-ahead thread uses the tree */

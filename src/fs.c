@@ -157,8 +157,18 @@ void fs_start(struct fs *fs, struct fuse_session *se)
 
 void fs_drain_notices(struct fs *fs, unsigned timeout_ms)
 {
-	if (fs->notifier && worker_wait(fs->notifier, timeout_ms) < 0)
-		log_msg(LOG_WARNING, "notices to the kernel still under way after %u ms at the end", timeout_ms);
+	gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+
+	/* requests answered meanwhile may queue more */
+	while (fs->notifier && worker_pending(fs->notifier)) {
+		gint64 left = (end - g_get_monotonic_time()) / 1000;
+
+		if (left <= 0) {
+			log_msg(LOG_WARNING, "notices to the kernel still under way after %u ms at the end", timeout_ms);
+			return;
+		}
+		worker_wait(fs->notifier, (unsigned)left);
+	}
 }
 
 void fs_end_notices(struct fs *fs)

@@ -307,7 +307,7 @@ static void serve_as_reader(struct serve_loop *l, struct fuse_buf *buf)
 		fuse_session_process_buf(l->se, buf);
 	}
 	if (reader_of == l)
-		end_session(l, 0); /* ended by a signal */
+		end_session(l, 0); /* the session was marked exited (signals) */
 }
 
 static void free_buf(void *buf)
@@ -328,10 +328,10 @@ static void *serve_thread(void *p)
 	return NULL;
 }
 
-/* Until the session ends; a signal (its handler ends the session)
- * interrupts the wait, and a signal that went to another thread is seen
- * within a second.  later(ctx), if given, runs SERVE_LATER_MS after the
- * wait began. */
+/* Until the session ends, or a stop signal came (its handler posts, or,
+ * before serve_loop_run took the signals, libfuse's ends the session,
+ * seen within a second).  later(ctx), if given, runs SERVE_LATER_MS after
+ * the wait began. */
 static void wait_for_end(struct serve_loop *l, void (*later)(void *ctx), void *ctx)
 {
 	while (!fuse_session_exited(l->se) && !__atomic_load_n(&l->stop_signal, __ATOMIC_ACQUIRE)) {
@@ -503,12 +503,14 @@ static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
 static void on_stop_signal(int sig)
 {
 	struct serve_loop *l = __atomic_load_n(&signalled, __ATOMIC_ACQUIRE);
+	int saved = errno;
 
 	(void)sig;
 	if (l) {
 		__atomic_store_n(&l->stop_signal, 1, __ATOMIC_RELEASE);
 		sem_post(&l->finished); /* async-signal-safe */
 	}
+	errno = saved;
 }
 
 static void take_stop_signals(struct serve_loop *l, struct sigaction *before)
@@ -519,14 +521,19 @@ static void take_stop_signals(struct serve_loop *l, struct sigaction *before)
 	sa.sa_handler = on_stop_signal;
 	sigemptyset(&sa.sa_mask);
 	__atomic_store_n(&signalled, l, __ATOMIC_RELEASE);
-	for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
-		sigaction(stop_signals[i], &sa, &before[i]);
+	for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
+		/* one ignored stays so (nohup, a script's background job), as
+		 * libfuse leaves it */
+		if (sigaction(stop_signals[i], NULL, &before[i]) == 0 && before[i].sa_handler != SIG_IGN)
+			sigaction(stop_signals[i], &sa, NULL);
+	}
 }
 
 static void give_back_stop_signals(const struct sigaction *before)
 {
 	for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
-		sigaction(stop_signals[i], &before[i], NULL);
+		if (before[i].sa_handler != SIG_IGN)
+			sigaction(stop_signals[i], &before[i], NULL);
 	__atomic_store_n(&signalled, NULL, __ATOMIC_RELEASE);
 }
 

@@ -148,6 +148,17 @@ kill -TERM $bg
 for i in $(seq 100); do kill -0 $bg 2>/dev/null || break; sleep 0.1; done
 check "SIGTERM to the daemon of a relative mount point unmounts it" eval '! kill -0 $bg 2>/dev/null && ! mounted "$M"'
 
+# a signal the mount was started with ignored stays ignored (nohup, a
+# script's background job), as with libfuse's own handlers
+( trap '' HUP; exec "$E" mount -f "$DEMO" "$M" ) 2>/dev/null & fg=$!
+for i in $(seq 50); do mounted "$M" && break; sleep 0.1; done
+ls "$M" > /dev/null
+kill -HUP $fg
+sleep 0.5
+check "SIGHUP ignored when the mount started stays ignored" eval 'kill -0 $fg 2>/dev/null && mounted "$M" && [ -d "$M/texts.res" ]'
+kill -TERM $fg; wait $fg; rc=$?
+check "... and SIGTERM still ends it (exit 0, unmounted)" eval '[ $rc -eq 0 ] && ! mounted "$M"'
+
 # ---- a daemon killed by a fault says so, with where it was ------------------------
 if ldd "$E" 2>/dev/null | grep -qE 'lib(a|t)san'; then
 	echo "crash report not checked: $E is a sanitizer build (the sanitizer reports instead)"
