@@ -86,6 +86,7 @@ void inodes_free(struct inodes *s)
 	g_hash_table_destroy(s->by_name);
 	g_hash_table_destroy(s->gone);
 	pthread_mutex_destroy(&s->lock);
+	g_free(s->root.opened_st); /* an opendir of the mount's root */
 	g_free(s->root.name);
 	g_free(s);
 }
