@@ -9,6 +9,18 @@ FAILED=0
 MOUNTS=""
 WORK=$(mktemp -d "$TESTTMP.XXXXXX" 2>/dev/null || { mkdir -p "$TESTTMP" && mktemp -d "$TESTTMP/t.XXXXXX"; })
 
+# Under a sanitizer (make check with ASAN_OPTIONS or UBSAN_OPTIONS set, as
+# .ci/run does) every process of the test writes its reports to files here:
+# a daemon in the background writes to /dev/null otherwise, and its leaks
+# and errors went unseen (finish looks at them).
+SANITIZER_LOGS=
+if [ -n "${ASAN_OPTIONS:-}${UBSAN_OPTIONS:-}" ]; then
+	SANITIZER_LOGS=$WORK/sanitizer
+	mkdir -p "$SANITIZER_LOGS"
+	export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}log_path=$SANITIZER_LOGS/asan"
+	export UBSAN_OPTIONS="${UBSAN_OPTIONS:-}${UBSAN_OPTIONS:+:}log_path=$SANITIZER_LOGS/ubsan"
+fi
+
 pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
 # check "description" COMMAND...: COMMAND alone is the check; a compound
@@ -98,7 +110,23 @@ do_umount() {
 	fusermount3 -u "$1"
 }
 
+# Fails the test for each sanitizer report a process of it wrote (not the
+# notes of one run under strace, where LeakSanitizer cannot work), once
+# the daemons of the mounts already gone have exited.
+sanitizer_reports() {
+	[ -n "$SANITIZER_LOGS" ] || return 0
+	for m in $MOUNTS; do mounted "$m" || no_daemon "$m" || true; done
+	for f in "$SANITIZER_LOGS"/*; do
+		[ -f "$f" ] || continue
+		if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer: detected)|runtime error:' "$f"; then
+			fail "a sanitizer report from process ${f##*.}:"
+			head -40 "$f"
+		fi
+	done
+}
+
 finish() {
+	sanitizer_reports
 	echo "$PASSED passed, $FAILED failed"
 	[ "$FAILED" -eq 0 ]
 	exit $?
