@@ -319,14 +319,16 @@ check "a save after the compaction goes to the new file" holds "texts.res/UNIT g
 # contents stay open in the mount, and a later save lands (they were
 # thrown away, and the close said it saved)
 # held_write FILE TEXT: writes TEXT to FILE, holds it open until
-# $WORK/go appears, then closes it; prints the close's errno name or "ok"
+# $WORK/go appears, then closes it; prints the close's errno name or "ok";
+# returns once TEXT is written
 held_write() {
-	rm -f "$WORK/go"
-	python3 - "$1" "$2" "$WORK/go" > "$WORK/held.out" 2>&1 <<'PY' &
+	rm -f "$WORK/go" "$WORK/written"
+	python3 - "$1" "$2" "$WORK/go" "$WORK/written" > "$WORK/held.out" 2>&1 <<'PY' &
 import errno, os, sys, time
-path, text, go = sys.argv[1:]
+path, text, go, written = sys.argv[1:]
 fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
 os.write(fd, text.encode())
+open(written, "w").close()
 while not os.path.exists(go):
     time.sleep(0.02)
 try:
@@ -336,7 +338,8 @@ except OSError as e:
     print(errno.errorcode[e.errno])
 PY
 	held=$!
-	sleep 0.5
+	# written (a sanitizer build takes its time), or the program failed
+	for _ in $(seq 200); do [ -e "$WORK/written" ] || ! kill -0 $held 2>/dev/null && break; sleep 0.05; done
 }
 printf 'v1' > "$M/texts.res/held.txt"
 held_write "$M/texts.res/held.txt" 'v2 written'
