@@ -113,23 +113,13 @@ Test(edit, a_save_without_a_source_keeps_no_text)
 	edit_unref(e);
 }
 
-/* A truncate while a save holds a snapshot: the snapshot's bytes stay
- * readable (its map would fault with SIGBUS past a shorter memory file),
- * and the contents are what the truncate and later writes left. */
-Test(edit, a_truncate_during_a_save_keeps_the_snapshot_readable)
+/* Cuts e to nothing, writes "ab" at 4 past the new end, and checks that
+ * the contents are those 6 bytes, the gap zeros. */
+static void truncate_then_write_past_the_end(struct edit *e)
 {
-	struct edit *e = edit_new(50);
-	struct edit_snapshot s;
-	char big[65536], got[8];
 	struct stat st;
-	size_t same = 0;
+	char got[6];
 
-	cr_assert_not_null(e);
-	edit_set_snapshot_copy_max(e, 0, 0); /* a map, as of a file over 64 MiB */
-	memset(big, 'N', sizeof big);
-	cr_assert_eq(edit_write(e, big, sizeof big, 0), 0);
-	cr_assert_eq(edit_snapshot_begin(e, &s, EDIT_DATA_UNSAVED), 0);
-	cr_assert(s.mapped);
 	cr_assert_eq(edit_truncate(e, 0), 0);
 	cr_assert_eq(edit_write(e, "ab", 2, 4), 0, "a write past the end of a truncated file");
 	edit_stat(e, &st);
@@ -138,15 +128,42 @@ Test(edit, a_truncate_during_a_save_keeps_the_snapshot_readable)
 	cr_assert_eq(edit_readable(e, 6, 100), 0);
 	cr_assert_eq(pread(edit_fd(e), got, 6, 0), 6);
 	cr_assert_eq(memcmp(got, "\0\0\0\0ab", 6), 0, "the gap reads as zeros");
+}
+
+/* Grows e (those 6 bytes) to 10 by truncate: the new bytes read zeros. */
+static void grow_by_truncate_reads_zeros(struct edit *e)
+{
+	char got[8];
+
+	cr_assert_eq(edit_truncate(e, 10), 0);
+	cr_assert_eq(pread(edit_fd(e), got, 8, 2), 8);
+	cr_assert_eq(memcmp(got, "\0\0ab\0\0\0\0", 8), 0, "a file grown by truncate reads zeros");
+}
+
+/* A truncate while a save holds a snapshot: the snapshot's bytes stay
+ * readable (its map would fault with SIGBUS past a shorter memory file),
+ * and the contents are what the truncate and later writes left. */
+Test(edit, a_truncate_during_a_save_keeps_the_snapshot_readable)
+{
+	struct edit *e = edit_new(50);
+	struct edit_snapshot s;
+	char big[65536];
+	size_t same = 0;
+
+	cr_assert_not_null(e);
+	edit_set_snapshot_copy_max(e, 0, 0); /* a map, as of a file over 64 MiB */
+	memset(big, 'N', sizeof big);
+	cr_assert_eq(edit_write(e, big, sizeof big, 0), 0);
+	cr_assert_eq(edit_snapshot_begin(e, &s, EDIT_DATA_UNSAVED), 0);
+	cr_assert(s.mapped);
+	truncate_then_write_past_the_end(e);
 	for (size_t i = 0; i < s.len; i++)
 		same += s.data[i] == 'N' || s.data[i] == 0 || s.data[i] == 'a' || s.data[i] == 'b';
 	cr_assert_eq(same, s.len, "every byte of the snapshot is readable");
 	edit_saved(e, &s, NULL, NULL);
 	edit_snapshot_end(e, &s);
 	cr_assert_eq(lseek(edit_fd(e), 0, SEEK_END), 6, "the memory file is cut once no save maps it");
-	cr_assert_eq(edit_truncate(e, 10), 0);
-	cr_assert_eq(pread(edit_fd(e), got, 8, 2), 8);
-	cr_assert_eq(memcmp(got, "\0\0ab\0\0\0\0", 8), 0, "a file grown by truncate reads zeros");
+	grow_by_truncate_reads_zeros(e);
 	edit_unref(e);
 }
 
@@ -157,22 +174,14 @@ Test(edit, a_truncate_during_a_save_leaves_the_snapshot_whole)
 {
 	struct edit *e = edit_new(50);
 	struct edit_snapshot s;
-	char big[65536], got[8];
-	struct stat st;
+	char big[65536];
 	size_t same = 0;
 
 	cr_assert_not_null(e);
 	memset(big, 'N', sizeof big);
 	cr_assert_eq(edit_write(e, big, sizeof big, 0), 0);
 	cr_assert_eq(edit_snapshot_begin(e, &s, EDIT_DATA_UNSAVED), 0);
-	cr_assert_eq(edit_truncate(e, 0), 0);
-	cr_assert_eq(edit_write(e, "ab", 2, 4), 0, "a write past the end of a truncated file");
-	edit_stat(e, &st);
-	cr_assert_eq(st.st_size, 6);
-	cr_assert_eq(edit_readable(e, 0, 100), 6, "reads end at the contents");
-	cr_assert_eq(edit_readable(e, 6, 100), 0);
-	cr_assert_eq(pread(edit_fd(e), got, 6, 0), 6);
-	cr_assert_eq(memcmp(got, "\0\0\0\0ab", 6), 0, "the gap reads as zeros");
+	truncate_then_write_past_the_end(e);
 	cr_assert_eq(s.len, sizeof big);
 	for (size_t i = 0; i < s.len; i++)
 		same += s.data[i] == 'N';
@@ -180,9 +189,7 @@ Test(edit, a_truncate_during_a_save_leaves_the_snapshot_whole)
 	edit_saved(e, &s, NULL, NULL);
 	edit_snapshot_end(e, &s);
 	cr_assert_eq(lseek(edit_fd(e), 0, SEEK_END), 6);
-	cr_assert_eq(edit_truncate(e, 10), 0);
-	cr_assert_eq(pread(edit_fd(e), got, 8, 2), 8);
-	cr_assert_eq(memcmp(got, "\0\0ab\0\0\0\0", 8), 0, "a file grown by truncate reads zeros");
+	grow_by_truncate_reads_zeros(e);
 	edit_unref(e);
 }
 
