@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -407,6 +408,7 @@ struct mounting {
 	char *mnt_abs;
 	int handlers;  /* fuse_set_signal_handlers succeeded */
 	int mounted;
+	int aborted;   /* its connection, by abort_mounted_connection */
 };
 
 static struct fuse_session *mount_session(void *p)
@@ -437,14 +439,124 @@ static struct serve_loop *start_mounting(struct mount_args *m, struct mounting *
 	return l;
 }
 
+/* A mount point as /proc/self/mountinfo writes it: space, tab, newline
+ * and backslash as octal escapes.  Decoded in place. */
+static void unescape_mountinfo(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/* fusectl's "abort" file of the FUSE mount at mnt, named by the mount's
+ * device as the kernel numbers it; NULL when what was mounted last at mnt
+ * is no FUSE mount.  Read from the mount table, not by a stat that would
+ * be a request to this very daemon. */
+static char *connection_abort_file(const char *mnt)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, *found = NULL;
+	size_t cap = 0;
+
+	if (!f)
+		return NULL;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned major, minor;
+		char point[4097];
+		const char *type = strstr(line, " - ");
+
+		if (!type || sscanf(line, "%*u %*u %u:%u %*s %4096s", &major, &minor, point) != 3)
+			continue;
+		unescape_mountinfo(point);
+		if (strcmp(point, mnt) != 0)
+			continue;
+		g_free(found);
+		found = NULL;
+		if (strncmp(type + 3, "fuse", 4) == 0)
+			found = g_strdup_printf("/sys/fs/fuse/connections/%u/abort", major << 20 | minor);
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static int write_abort(const char *file)
+{
+	int fd = open(file, O_WRONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = write(fd, "1", 1) == 1 ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+/* Fails every request still waiting on the mount's connection, and lets
+ * go of what the kernel holds for them: through fusectl's abort file
+ * (the mount's owner may write it), else by a forced unmount, which
+ * aborts the connection first (root; it then fails as busy when files
+ * are open, the abort done). */
+static int abort_mounted_connection(void *p)
+{
+	struct mounting *g = p;
+	const char *mnt = g->mnt_abs ? g->mnt_abs : g->m->mnt;
+	char *file = connection_abort_file(mnt);
+	int rc;
+
+	if (!file)
+		return -ENOENT; /* unmounted already, or another mount on top */
+	rc = write_abort(file);
+	g_free(file);
+	if (rc < 0) { /* fusectl not mounted here */
+		if (umount2(mnt, MNT_FORCE) == 0) {
+			g->mounted = 0; /* unmounted too: nothing was open */
+			rc = 0;
+		} else {
+			rc = errno == EBUSY ? 0 : -errno;
+		}
+	}
+	g->aborted = rc == 0;
+	return rc;
+}
+
+/* libfuse leaves the mount of an aborted connection in place (it takes
+ * the error on the device for an unmount done already): detached here,
+ * as it would have been. */
+static void detach_aborted(const char *mnt)
+{
+	char *file = connection_abort_file(mnt);
+	const char *args[] = { "fusermount3", "-u", "-z", "-q", mnt, NULL };
+
+	if (!file)
+		return; /* not on top there any more */
+	g_free(file);
+	if (geteuid() == 0)
+		umount2(mnt, MNT_DETACH);
+	else
+		g_spawn_sync(NULL, (char **)args, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL,
+			     NULL, NULL, NULL, NULL, NULL, NULL);
+}
+
 /* Undoes what mount_session did, in the other order; after the loop's
  * threads ended. */
 static void end_mounting(struct mounting *g)
 {
-	if (g->mounted)
+	/* before the unmount: the connection is found, and aborted, through
+	 * the mount */
+	fs_end_notices(g->fs, g->mounted ? abort_mounted_connection : NULL, g);
+	if (g->mounted) {
 		fuse_session_unmount(g->se);
-	/* the notices still queued name the session: out before it goes */
-	fs_end_notices(g->fs);
+		if (g->aborted)
+			detach_aborted(g->mnt_abs ? g->mnt_abs : g->m->mnt);
+	}
 	if (g->handlers)
 		fuse_remove_signal_handlers(g->se);
 	if (g->se)

@@ -56,7 +56,7 @@ void node_identity(const struct tree_node *n, struct identity *id)
 
 /* ---- notifications ----------------------------------------------------- */
 
-enum { NOTIFY_WAIT_MS = 1000 };
+enum { NOTIFY_WAIT_MS = 1000, NOTICE_END_MS = 1000 };
 
 /* Kernel notices go out from a thread of their own: a request in progress
  * may hold kernel locks an invalidation would wait for. */
@@ -171,9 +171,42 @@ void fs_drain_notices(struct fs *fs, unsigned timeout_ms)
 	}
 }
 
-void fs_end_notices(struct fs *fs)
+static void free_notice(void *item)
 {
-	worker_free(fs->notifier); /* sends what is queued: it fails at once */
+	struct notice *n = item;
+
+	g_free(n->name);
+	g_free(n);
+}
+
+void fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx)
+{
+	int rc = -ENOTSUP;
+
+	if (!fs->notifier)
+		return;
+	/* no thread answers requests any more, and the kernel's caches go
+	 * with the connection: the notices not sent yet are moot */
+	worker_discard(fs->notifier, free_notice);
+	if (worker_wait(fs->notifier, NOTICE_END_MS) < 0) {
+		/* the one under way waits on a request queued in the kernel
+		 * (a page or a folder it locked), which none will answer */
+		if (abort_connection)
+			rc = abort_connection(ctx);
+		if (rc == 0 && worker_wait(fs->notifier, NOTICE_END_MS) == 0) {
+			log_msg(LOG_WARNING, "a notice to the kernel still waited %d ms after the last request "
+				"was answered: the connection was aborted", NOTICE_END_MS);
+		} else {
+			/* the open files are saved all the same; the daemon
+			 * ends once the kernel lets the thread go */
+			log_msg(LOG_ERR, "a notice to the kernel waits on a request no thread answers any more, "
+				"and the connection could not be aborted (%s)",
+				rc < 0 ? strerror(-rc) : "still waiting after the abort");
+			worker_abandon(fs->notifier, free_notice);
+			fs->notifier = NULL;
+		}
+	}
+	worker_free(fs->notifier);
 	fs->notifier = NULL;
 	fs->se = NULL;
 }
@@ -221,7 +254,7 @@ static void warn_unsaved(struct inode *in, void *ctx)
  * set up. */
 void fs_stop(struct fs *fs)
 {
-	fs_end_notices(fs);
+	fs_end_notices(fs, NULL, NULL);
 	end_opens(fs);
 	pthread_mutex_lock(&fs->edits_lock);
 	inodes_each_edit(fs->inodes, warn_unsaved, NULL);

@@ -58,10 +58,13 @@ void fs_start(struct fs *fs, struct fuse_session *se);
 /* What fs_start gives the view cache to call before a wait (the test
  * hook in cmd_mount.c wraps it). */
 void fs_before_view_wait(int converting);
-/* Once the kernel's connection is gone (unmounted), before the session
- * is destroyed: sends the notices still queued, which fail at once, and
- * no more after. */
-void fs_end_notices(struct fs *fs);
+/* Once no thread answers requests any more, before the session is
+ * destroyed: drops the notices not sent yet, and no more go after.  A
+ * notice under way that still waits after a second (on a request queued
+ * in the kernel, which none will answer now) is ended by
+ * abort_connection(ctx) (may be NULL; 0 or -errno); failing that, its
+ * thread is left behind, so that the open files are saved all the same. */
+void fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx);
 /* Waits until the notices queued so far went out, timeout_ms at most:
  * while requests are still answered (one may hold what a notice waits
  * for). */

@@ -20,13 +20,24 @@ struct worker {
 	GQueue items;
 	uint64_t pushed, finished;
 	int stop;
+	int ended;             /* the thread left its loop */
+	int abandoned;         /* the thread frees the worker as it ends */
 	void (*fn)(void *item, void *ctx);
 	void *ctx;
 };
 
+static void free_worker(struct worker *w)
+{
+	pthread_cond_destroy(&w->more);
+	pthread_cond_destroy(&w->done);
+	pthread_mutex_destroy(&w->lock);
+	g_free(w);
+}
+
 static void *work(void *p)
 {
 	struct worker *w = p;
+	int abandoned;
 
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
@@ -43,7 +54,11 @@ static void *work(void *p)
 		w->finished++;
 		pthread_cond_broadcast(&w->done);
 	}
+	w->ended = 1;
+	abandoned = w->abandoned;
 	pthread_mutex_unlock(&w->lock);
+	if (abandoned)
+		free_worker(w);
 	return NULL;
 }
 
@@ -140,8 +155,38 @@ void worker_free(struct worker *w)
 		pthread_join(w->thread, NULL);
 	else
 		work(w); /* no thread could start: what is queued is done here */
-	pthread_cond_destroy(&w->more);
-	pthread_cond_destroy(&w->done);
-	pthread_mutex_destroy(&w->lock);
-	g_free(w);
+	free_worker(w);
+}
+
+void worker_discard(struct worker *w, void (*free_item)(void *item))
+{
+	GQueue dropped;
+
+	pthread_mutex_lock(&w->lock);
+	dropped = w->items;
+	g_queue_init(&w->items);
+	w->finished += dropped.length; /* as if done: a wait ends with the item under way */
+	pthread_cond_broadcast(&w->done);
+	pthread_mutex_unlock(&w->lock);
+	while (!g_queue_is_empty(&dropped))
+		free_item(g_queue_pop_head(&dropped));
+}
+
+void worker_abandon(struct worker *w, void (*free_item)(void *item))
+{
+	int running;
+
+	if (!w)
+		return;
+	worker_discard(w, free_item);
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	running = w->started && !w->ended;
+	w->abandoned = running;
+	pthread_cond_signal(&w->more);
+	pthread_mutex_unlock(&w->lock);
+	if (running)
+		pthread_detach(w->thread);
+	else
+		worker_free(w);
 }

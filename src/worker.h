@@ -24,4 +24,13 @@ int worker_wait(struct worker *w, unsigned timeout_ms);
 /* Does what is queued, then stops the thread and frees w. */
 void worker_free(struct worker *w);
 
+/* Drops the items not started yet, each given to free_item; they count
+ * as done.  The item under way, if any, goes on. */
+void worker_discard(struct worker *w, void (*free_item)(void *item));
+
+/* Lets go of w without waiting for the item under way, which may never
+ * end: the items not started are dropped (free_item), and the thread
+ * frees w when it ends, if ever.  w is not to be used after. */
+void worker_abandon(struct worker *w, void (*free_item)(void *item));
+
 #endif

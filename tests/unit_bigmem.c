@@ -2,6 +2,7 @@
  * worker thread (src/worker.c). */
 #include <criterion/criterion.h>
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <glib.h>
@@ -102,4 +103,103 @@ Test(worker, does_every_item_whether_or_not_it_ever_started)
 	worker_push(w, GINT_TO_POINTER(1000));
 	worker_free(w); /* does what is queued */
 	cr_assert_eq(sum, 6050);
+}
+
+/* An item that blocks until the test lets it go (a notice the kernel
+ * holds), and counts what was done and what was dropped. */
+struct gate {
+	GMutex lock;
+	GCond open_cond;
+	int open, started, done, dropped;
+};
+
+static struct gate *the_gate;
+
+static void blocking(void *item, void *ctx)
+{
+	struct gate *g = ctx;
+
+	(void)item;
+	g_mutex_lock(&g->lock);
+	g->started++;
+	while (!g->open)
+		g_cond_wait(&g->open_cond, &g->lock);
+	g->done++;
+	g_mutex_unlock(&g->lock);
+}
+
+static void dropped(void *item)
+{
+	(void)item;
+	g_mutex_lock(&the_gate->lock);
+	the_gate->dropped++;
+	g_mutex_unlock(&the_gate->lock);
+}
+
+static void wait_started(struct gate *g)
+{
+	for (int i = 0; i < 5000; i++) {
+		g_mutex_lock(&g->lock);
+		int started = g->started;
+		g_mutex_unlock(&g->lock);
+		if (started)
+			return;
+		g_usleep(1000);
+	}
+	cr_assert_fail("the first item never started");
+}
+
+static void open_gate(struct gate *g)
+{
+	g_mutex_lock(&g->lock);
+	g->open = 1;
+	g_cond_broadcast(&g->open_cond);
+	g_mutex_unlock(&g->lock);
+}
+
+Test(worker, discard_drops_what_is_queued_and_the_item_under_way_goes_on)
+{
+	static struct gate g;
+	struct worker *w = worker_new("test", blocking, &g);
+
+	the_gate = &g;
+	for (int i = 0; i < 5; i++)
+		worker_push(w, GINT_TO_POINTER(i));
+	wait_started(&g);
+	worker_discard(w, dropped);
+	cr_assert_eq(g.dropped, 4, "the four not started are dropped");
+	cr_assert_eq(worker_wait(w, 50), -ETIMEDOUT, "the one under way is still waited for");
+	open_gate(&g);
+	cr_assert_eq(worker_wait(w, 5000), 0, "done once it ends");
+	worker_free(w);
+	cr_assert_eq(g.done, 1, "only the item under way was done");
+	cr_assert_eq(g.started, 1);
+}
+
+Test(worker, abandon_returns_at_once_and_the_thread_frees_the_worker_when_it_ends)
+{
+	static struct gate g;
+	struct worker *w = worker_new("test", blocking, &g);
+
+	the_gate = &g;
+	worker_push(w, NULL);
+	worker_push(w, NULL);
+	wait_started(&g);
+	worker_abandon(w, dropped); /* returns although the item is stuck */
+	cr_assert_eq(g.dropped, 1, "the one not started is dropped");
+	open_gate(&g);
+	for (int i = 0; i < 5000; i++) { /* the thread ends by itself; LeakSanitizer sees w freed */
+		g_mutex_lock(&g.lock);
+		int done = g.done;
+		g_mutex_unlock(&g.lock);
+		if (done)
+			break;
+		g_usleep(1000);
+	}
+	cr_assert_eq(g.done, 1);
+	g_usleep(50000); /* the thread's free after the item */
+	cr_assert_eq(g.started, 1, "nothing after the abandon was started");
+
+	w = worker_new("test", blocking, &g); /* never started: freed at once */
+	worker_abandon(w, dropped);
 }

@@ -688,6 +688,53 @@ check "a request after SIGTERM, with notices still queued, is answered" \
 wait $fg; rc=$?
 check "... and the daemon then exits 0 and unmounts" eval '[ $rc -eq 0 ] && ! mounted "$M"'
 
+# a notice still under way once no thread answers: it waits on a read a
+# program made after the stop (the page it locked), which none will answer.
+# The notices not sent yet are dropped, the one under way is ended by
+# aborting the connection (fusectl) after a second, the files still open
+# for writing are saved, and the daemon exits.  Before, it waited for ever
+# in the notice, before saving them.
+mkdir -p "$G/notes" && echo hello > "$G/notes/a.txt"
+EIFS_NOTIFY_DELAY_MS=1400 "$E" mount -f "$G" "$M" 2>"$WORK/stuck.err" & fg=$!
+MOUNTS="$MOUNTS $M"
+for i in $(seq 50); do mounted "$M" && [ -d "$M/$T" ] && break; sleep 0.1; done
+conn=$(mountpoint -d "$M" | sed 's/.*://')
+python3 - "$M/$T/stuck.txt" "$M/notes/a.txt" "$WORK/stuck.go" > "$WORK/stuck.out" 2>&1 <<'PY' &
+import os, sys, time
+w = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(w, b"written before the stop\n")
+r = os.open(sys.argv[2], os.O_RDONLY)
+print("held", flush=True)
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.05)
+try:
+    os.read(r, 100)
+    print("read ended", flush=True)
+except OSError as e:
+    print("read ended:", e.strerror, flush=True)
+time.sleep(60)
+PY
+holder=$!
+for i in $(seq 100); do grep -q held "$WORK/stuck.out" && break; sleep 0.1; done
+echo changed >> "$G/notes/a.txt"
+stat "$M/notes/a.txt" > /dev/null # reloaded: two notices, each 1.4 s late
+kill -TERM $fg
+for i in $(seq 100); do grep -q 'still under way after' "$WORK/stuck.err" && break; sleep 0.05; done
+sleep 0.3 # the threads have stopped: this read stays queued in the kernel
+touch "$WORK/stuck.go"
+for i in $(seq 150); do kill -0 $fg 2>/dev/null || break; sleep 0.1; done
+if kill -0 $fg 2>/dev/null; then # hung: let the kernel go of it, for the tests after
+	echo 1 > "/sys/fs/fuse/connections/$conn/abort" 2>/dev/null; kill -9 $fg 2>/dev/null
+fi
+wait $fg; rc=$?
+for i in $(seq 50); do grep -q 'read ended' "$WORK/stuck.out" && break; sleep 0.1; done
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
+check "a notice stuck on a read made after the stop: the daemon exits 0 within 15 s and unmounts" \
+	eval '[ -n "$conn" ] && [ $rc -eq 0 ] && ! mounted "$M"'
+check "... the file still open for writing is saved" eval 'holds "$T/stuck.txt" "written before the stop
+" && clean "${T%%/*}"'
+check "... and the program's read ended, not left waiting" grep -q 'read ended' "$WORK/stuck.out"
+
 # ---- read-only archives stay so ---------------------------------------------------------------
 chmod 444 "$G/figures.res"
 do_mount "$G" "$M"
