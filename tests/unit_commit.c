@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1037,6 +1038,51 @@ Test(replace, keeps_mode_owner_and_links_and_leaves_nothing)
 	g_free(target);
 	g_free(link);
 	g_free(sub);
+	h_tmpdir_remove(dir);
+}
+
+/* A POSIX ACL as the kernel stores it in system.posix_acl_access: the
+ * owner rw, user 4321 r, the group r, mask r, others nothing. */
+static const unsigned char acl_blob[] = {
+	2, 0, 0, 0,                                    /* version */
+	1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,             /* USER_OBJ rw- */
+	2, 0, 4, 0, 0xe1, 0x10, 0, 0,                   /* USER 4321 r-- */
+	4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,             /* GROUP_OBJ r-- */
+	0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,          /* MASK r-- */
+	0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,          /* OTHER --- */
+};
+
+/* The extended attributes of the file replaced go to the new one, an ACL
+ * among them; the ACL's mask stays the mode's group bits. */
+Test(replace, keeps_extended_attributes_and_the_acl)
+{
+	char *dir = h_tmpdir(), *path = h_write_file(dir, "config.reg", "old", 3), value[64];
+	struct replacement r;
+	struct res_error err = { 0 };
+	struct stat st;
+	ssize_t n;
+
+	if (setxattr(path, "user.eifs-test", "kept", 4, 0) < 0 && errno == ENOTSUP) {
+		h_tmpdir_remove(dir);
+		cr_skip_test("no user extended attributes on the file system of %s", dir);
+	}
+	cr_assert_eq(setxattr(path, "system.posix_acl_access", acl_blob, sizeof acl_blob, 0), 0, "%s",
+		     strerror(errno));
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0640, "the ACL set the mode to 0640, not 0%o", st.st_mode & 0777);
+
+	cr_assert_eq(replace_begin(&r, path, 0644, &err), 0, "%s", err.msg);
+	cr_assert_eq(write(r.fd, "new", 3), 3);
+	cr_assert_eq(replace_commit(&r, &err), 0, "%s", err.msg);
+
+	n = getxattr(path, "user.eifs-test", value, sizeof value);
+	cr_assert(n == 4 && memcmp(value, "kept", 4) == 0, "user.eifs-test kept (%zd)", n);
+	n = getxattr(path, "system.posix_acl_access", value, sizeof value);
+	cr_assert(n == (ssize_t)sizeof acl_blob && memcmp(value, acl_blob, sizeof acl_blob) == 0,
+		  "the ACL kept (%zd bytes)", n);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0640);
+	g_free(path);
 	h_tmpdir_remove(dir);
 }
 

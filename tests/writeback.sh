@@ -203,6 +203,9 @@ mkdir "$WORK/profile"
 mv "$G/config.reg" "$WORK/profile/config.reg"
 ln -s "$WORK/profile/config.reg" "$G/config.reg"
 [ "$(id -u)" -eq 0 ] && chown 4321:4321 "$WORK/profile/config.reg"
+# and an extended attribute, as a backup tool or a desktop's tags leave
+python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.eifs-test", b"kept")' "$WORK/profile/config.reg" 2>/dev/null &&
+	xattr=yes || xattr=no
 printf '[RES]\ntexts.res=res\\linked.res\n' > "$WORK/cfg2.ini"
 soon cmp -s "$WORK/cfg.ini" "$M/config.ini" # the mount found the link
 cp "$WORK/cfg2.ini" "$M/config.ini"
@@ -210,6 +213,11 @@ check "a config.reg that is a link stays a link, and its target is saved" \
 	sh -c "[ -L '$G/config.reg' ] && '$E' convert '$WORK/profile/config.reg' - | grep -qx 'texts.res=res.linked.res'"
 if [ "$(id -u)" -eq 0 ]; then
 	check "... the target keeps its owner and group" [ "$(stat -c %u:%g "$WORK/profile/config.reg")" = 4321:4321 ]
+fi
+if [ $xattr = yes ]; then
+	check "... and its extended attributes" eval '[ "$(python3 -c '\''import os, sys; print(os.getxattr(sys.argv[1], "user.eifs-test").decode())'\'' "$WORK/profile/config.reg")" = kept ]'
+else
+	echo "skip: ... and its extended attributes (the file system of $WORK has none)"
 fi
 check "... no temporary left beside it" [ "$( (ls -a "$WORK/profile"; ls -a "$G") | grep -c eifs)" -eq 0 ]
 
