@@ -15,8 +15,9 @@
 
 /* A snapshot is a copy, taken while writes wait: what a save stores is
  * then one version, whatever writes come during the save.  Up to this
- * size always; a larger one while the host has twice its size available
- * (MemAvailable: neither a cgroup's limit nor other saves' copies count).
+ * size always; a larger one while twice its size is available, besides
+ * the other copies held (edit_memory_available: the host's MemAvailable,
+ * or less under a cgroup's memory limit).
  * Else, or when the copy's memory is refused, it maps the memory file
  * rather than risk the daemon (and every unsaved edit with it) to the
  * OOM killer: a write during that save can give it a mix of two
@@ -379,28 +380,136 @@ static void unmapped(struct edit *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
-/* What the system has available (MemAvailable), in bytes; 0 when it
- * does not say. */
-static uint64_t memory_available(void)
+/* A number from a file of one line; 0 when it is missing or "max". */
+static uint64_t read_number(const char *path)
 {
-	char line[128];
-	unsigned long long kb = 0;
-	FILE *f = fopen("/proc/meminfo", "re");
+	char line[64];
+	unsigned long long n = 0;
+	FILE *f = fopen(path, "re");
 
 	if (!f)
 		return 0;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
+	if (!fgets(line, sizeof line, f) || sscanf(line, "%llu", &n) != 1)
+		n = 0;
 	fclose(f);
-	return (uint64_t)kb * 1024;
+	return n;
 }
 
-static int may_copy(const struct edit *e, size_t len)
+/* MemAvailable, in bytes; UINT64_MAX when the host does not say. */
+static uint64_t host_available(const char *root)
 {
+	char *path = g_build_filename(root, "proc/meminfo", NULL), line[128];
+	unsigned long long kb = 0;
+	int found = 0;
+	FILE *f = fopen(path, "re");
+
+	g_free(path);
+	if (!f)
+		return UINT64_MAX;
+	while (!found && fgets(line, sizeof line, f))
+		found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+	fclose(f);
+	return found ? (uint64_t)kb * 1024 : UINT64_MAX;
+}
+
+/* The least room left under the limits of the cgroup at path in the
+ * hierarchy mounted at base and of those above it, the top one too (a
+ * container's, in a cgroup namespace); UINT64_MAX without a limit. */
+static uint64_t room_in(const char *base, const char *path, const char *limit_name, const char *usage_name)
+{
+	char *dir = g_build_filename(base, path, NULL);
+	uint64_t room = UINT64_MAX;
+
+	while (strlen(dir) >= strlen(base)) {
+		char *limit_file = g_build_filename(dir, limit_name, NULL);
+		char *usage_file = g_build_filename(dir, usage_name, NULL);
+		uint64_t limit = read_number(limit_file), usage = read_number(usage_file);
+		char *up = g_path_get_dirname(dir);
+
+		if (limit) /* 0: none here ("max", or the file missing) */
+			room = MIN(room, limit > usage ? limit - usage : 0);
+		g_free(limit_file);
+		g_free(usage_file);
+		g_free(dir);
+		dir = up;
+	}
+	g_free(dir);
+	return room;
+}
+
+/* The room left under the memory limits of this process's cgroups:
+ * memory.max in cgroup v2, memory.limit_in_bytes in v1's memory
+ * controller; UINT64_MAX without one. */
+static uint64_t cgroup_room(const char *root)
+{
+	char *path = g_build_filename(root, "proc/self/cgroup", NULL), *text = NULL, **lines;
+	uint64_t room = UINT64_MAX;
+
+	if (!g_file_get_contents(path, &text, NULL, NULL)) {
+		g_free(path);
+		return room;
+	}
+	lines = g_strsplit(text, "\n", -1);
+	for (char **l = lines; *l; l++) {
+		char **f = g_strsplit(*l, ":", 3), **controllers;
+		char *base = NULL;
+
+		if (g_strv_length(f) == 3 && f[2][0] == '/') {
+			controllers = g_strsplit(f[1], ",", -1);
+			if (!strcmp(f[0], "0") && !f[1][0]) {
+				base = g_build_filename(root, "sys/fs/cgroup", NULL);
+				room = MIN(room, room_in(base, f[2], "memory.max", "memory.current"));
+			} else if (g_strv_contains((const char *const *)controllers, "memory")) {
+				base = g_build_filename(root, "sys/fs/cgroup/memory", NULL);
+				room = MIN(room, room_in(base, f[2], "memory.limit_in_bytes", "memory.usage_in_bytes"));
+			}
+			g_strfreev(controllers);
+		}
+		g_free(base);
+		g_strfreev(f);
+	}
+	g_strfreev(lines);
+	g_free(path);
+	g_free(text);
+	return room;
+}
+
+uint64_t edit_memory_available(const char *root)
+{
+	uint64_t host = host_available(root), room = cgroup_room(root);
+
+	return MIN(host, room) == UINT64_MAX ? 0 : MIN(host, room);
+}
+
+/* Bytes in snapshot copies that exist now, in every edit: what one more
+ * copy must leave room for.  Process-wide, as the memory is. */
+static pthread_mutex_t copies_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t copies_held;
+
+/* Whether a copy of len bytes may be made, and if so its bytes counted
+ * (give_back_copy). */
+static int reserve_copy(const struct edit *e, size_t len)
+{
+	uint64_t available = 0;
+	int ok;
+
 	if (len > e->copy_max)
 		return 0;
-	return len <= SNAPSHOT_COPY_ALWAYS || len <= (e->available ? e->available : memory_available()) / 2;
+	if (len > SNAPSHOT_COPY_ALWAYS)
+		available = e->available ? e->available : edit_memory_available("/");
+	pthread_mutex_lock(&copies_lock);
+	ok = len <= SNAPSHOT_COPY_ALWAYS || (available > copies_held && len <= (available - copies_held) / 2);
+	if (ok)
+		copies_held += len;
+	pthread_mutex_unlock(&copies_lock);
+	return ok;
+}
+
+static void give_back_copy(size_t len)
+{
+	pthread_mutex_lock(&copies_lock);
+	copies_held -= len;
+	pthread_mutex_unlock(&copies_lock);
 }
 
 /* The contents into a buffer of their own, held (no write under way):
@@ -457,11 +566,13 @@ int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, enum edit_snaps
 		rc = -e->error;
 	if (rc < 0 || want == EDIT_DATA_NONE || (rc == 1 && want != EDIT_DATA_ALWAYS))
 		s->len = 0;
-	if (s->len && may_copy(e, s->len)) {
+	if (s->len && reserve_copy(e, s->len)) {
 		pthread_mutex_unlock(&e->lock); /* held: no write comes */
 		copied = copy_contents(e, s->len, &s->copy);
 		pthread_mutex_lock(&e->lock);
 		tried = 1;
+		if (copied != 0)
+			give_back_copy(s->len);
 	}
 	if (tried && copied == 0) {
 		s->data = s->copy;
@@ -526,6 +637,8 @@ void edit_snapshot_end(struct edit *e, struct edit_snapshot *s)
 		munmap(s->map, s->len);
 		unmapped(e);
 	}
+	if (s->copy)
+		give_back_copy(s->len);
 	g_free(s->copy);
 	s->map = NULL;
 	s->copy = NULL;

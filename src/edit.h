@@ -85,8 +85,8 @@ int edit_unsaved(struct edit *e);
  * contents could not be read (not expected).
  * want says which versions come with their data (else len is 0).  The
  * data is a copy of the version, taken while writes wait (reads go on):
- * always up to 64 MiB, larger ones while the host has twice their size
- * available.  Else it maps the memory file (mapped is set), and writes
+ * always up to 64 MiB, larger ones while twice their size is available
+ * besides the other copies held (edit_memory_available).  Else it maps the memory file (mapped is set), and writes
  * during the save may change it: they make a newer version, saved next.  Every
  * call is followed by edit_snapshot_end, after edit_saved or
  * edit_failed. */
@@ -106,8 +106,14 @@ struct edit_snapshot {
 };
 int edit_snapshot_begin(struct edit *e, struct edit_snapshot *s, enum edit_snapshot_data want);
 /* Tests: snapshots of contents over max bytes map rather than copy, and
- * available (0: ask the host) stands for MemAvailable. */
+ * available (0: ask the host) stands for edit_memory_available. */
 void edit_set_snapshot_copy_max(struct edit *e, size_t max, uint64_t available);
+/* The memory this process may still take, in bytes: the host's
+ * MemAvailable, or the room left under the memory limit of its cgroup
+ * and those above it (v2's memory.max, v1's memory.limit_in_bytes),
+ * whichever is less; 0 when neither is known.  root
+ * is "/", or a test's tree with proc/ and sys/fs/cgroup/ in it. */
+uint64_t edit_memory_available(const char *root);
 /* The snapshot's version is saved; sticky_source and sticky_digest, when
  * not NULL, make the text stay shown while the source has this identity
  * (with its mtime) or holds these bytes; NULL ends an earlier save's. */

@@ -13,6 +13,7 @@
 #include <glib.h>
 
 #include "edit.h"
+#include "helpers.h"
 
 static const struct identity as_saved = { .size = 40, .offset = 7, .mtime = 100, .kind = 1, .epoch = 3 };
 
@@ -447,4 +448,86 @@ Test(edit, a_write_that_fails_partway_leaves_zeros_past_the_end)
 	g_free(buf);
 	g_free(got);
 	edit_unref(e);
+}
+
+/* A file of a test's tree of proc/ and sys/fs/cgroup/, its folders made. */
+static void put(const char *root, const char *path, const char *text)
+{
+	char *file = g_build_filename(root, path, NULL), *dir = g_path_get_dirname(file);
+
+	cr_assert_eq(g_mkdir_with_parents(dir, 0755), 0);
+	cr_assert(g_file_set_contents(file, text, -1, NULL), "%s", file);
+	g_free(dir);
+	g_free(file);
+}
+
+/* What a copy may take: the host's MemAvailable, or less where a cgroup
+ * (v2 or v1, its own or one above, the top one of a container too)
+ * leaves less room under its memory limit. */
+Test(edit, memory_available_is_the_least_of_the_host_and_its_cgroups)
+{
+	char *root = h_tmpdir();
+
+	cr_assert_eq(edit_memory_available(root), 0, "nothing known: 0");
+	put(root, "proc/meminfo", "MemTotal: 16000000 kB\nMemAvailable: 8388608 kB\n");
+	cr_assert_eq(edit_memory_available(root), 8ULL << 30, "the host alone");
+
+	/* v2: the process's cgroup has 1 GiB with 200 MiB used; the one
+	 * above has no limit */
+	put(root, "proc/self/cgroup", "0::/user.slice/game.scope\n");
+	put(root, "sys/fs/cgroup/user.slice/memory.max", "max\n");
+	put(root, "sys/fs/cgroup/user.slice/memory.current", "900000000\n");
+	put(root, "sys/fs/cgroup/user.slice/game.scope/memory.max", "1073741824\n");
+	put(root, "sys/fs/cgroup/user.slice/game.scope/memory.current", "209715200\n");
+	cr_assert_eq(edit_memory_available(root), (1ULL << 30) - (200ULL << 20), "under the cgroup's limit");
+	/* the one above is closer to its limit */
+	put(root, "sys/fs/cgroup/user.slice/memory.max", "1000000000\n");
+	cr_assert_eq(edit_memory_available(root), 100000000, "under the parent's limit");
+	/* a container's own top (a cgroup namespace): over its limit */
+	put(root, "sys/fs/cgroup/memory.max", "500\n");
+	put(root, "sys/fs/cgroup/memory.current", "600\n");
+	cr_assert_eq(edit_memory_available(root), 0, "no room at the top");
+
+	/* v1's memory controller, beside other controllers */
+	put(root, "proc/self/cgroup", "4:memory:/box\n3:cpu,cpuacct:/box\n0::/\n");
+	put(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+	put(root, "sys/fs/cgroup/memory/memory.usage_in_bytes", "5000000000\n");
+	put(root, "sys/fs/cgroup/memory/box/memory.limit_in_bytes", "3000000000\n");
+	put(root, "sys/fs/cgroup/memory/box/memory.usage_in_bytes", "1000000000\n");
+	cr_assert_eq(edit_memory_available(root), 0, "v2's top (500 of 500) still counts: 0");
+	put(root, "sys/fs/cgroup/memory.max", "max\n");
+	cr_assert_eq(edit_memory_available(root), 2000000000, "v1: 2 GB left in box");
+
+	cr_assert_gt(edit_memory_available("/"), 0, "this host says");
+	h_tmpdir_remove(root);
+}
+
+/* Two large saves at once: the second copy must leave twice its size
+ * besides the first, which it would otherwise count as available. */
+Test(edit, a_copy_counts_the_copies_other_saves_hold)
+{
+	size_t len = (64 << 20) + 4096;
+	struct edit *a = edit_new(50), *b = edit_new(51);
+	char *contents = g_malloc0(len);
+	struct edit_snapshot sa, sb;
+
+	cr_assert(a && b);
+	cr_assert_eq(edit_write(a, contents, len, 0), 0);
+	cr_assert_eq(edit_write(b, contents, len, 0), 0);
+	/* room for the first and twice the second, less a byte */
+	edit_set_snapshot_copy_max(a, SIZE_MAX, (uint64_t)len * 3 - 1);
+	edit_set_snapshot_copy_max(b, SIZE_MAX, (uint64_t)len * 3 - 1);
+	cr_assert_eq(edit_snapshot_begin(a, &sa, EDIT_DATA_UNSAVED), 0);
+	cr_assert_not(sa.mapped, "the first: a copy");
+	cr_assert_eq(edit_snapshot_begin(b, &sb, EDIT_DATA_UNSAVED), 0);
+	cr_assert(sb.mapped, "the second, while the first's copy is held: mapped");
+	edit_snapshot_end(b, &sb);
+	edit_snapshot_end(a, &sa);
+	cr_assert_eq(edit_snapshot_begin(b, &sb, EDIT_DATA_UNSAVED), 0);
+	cr_assert_not(sb.mapped, "once the first's copy went: a copy");
+	cr_assert_eq(sb.len, len);
+	edit_snapshot_end(b, &sb);
+	g_free(contents);
+	edit_unref(a);
+	edit_unref(b);
 }
