@@ -112,10 +112,16 @@ do_umount() {
 
 # Fails the test for each sanitizer report a process of it wrote (not the
 # notes of one run under strace, where LeakSanitizer cannot work), once
-# the daemons of the mounts already gone have exited.
+# every daemon of the test has exited: those still mounted are unmounted
+# first (as cleanup would, after the reports were looked at).
 sanitizer_reports() {
 	[ -n "$SANITIZER_LOGS" ] || return 0
-	for m in $MOUNTS; do mounted "$m" || no_daemon "$m" || true; done
+	for m in $MOUNTS; do
+		if mounted "$m"; then
+			fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true
+		fi
+		no_daemon "$m" || true
+	done
 	for f in "$SANITIZER_LOGS"/*; do
 		[ -f "$f" ] || continue
 		if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer: detected)|runtime error:' "$f"; then
