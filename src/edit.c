@@ -359,6 +359,13 @@ int edit_unsaved(struct edit *e)
 	return unsaved;
 }
 
+void edit_retry(struct edit *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->failed = 0; /* the error and its message stay until the result */
+	pthread_mutex_unlock(&e->lock);
+}
+
 int edit_idle(struct edit *e)
 {
 	int idle;
@@ -651,7 +658,8 @@ int edit_error(struct edit *e, char **msg)
 
 	pthread_mutex_lock(&e->lock);
 	err = e->error;
-	*msg = g_strdup(e->message ? e->message : "");
+	if (msg)
+		*msg = g_strdup(e->message ? e->message : "");
 	pthread_mutex_unlock(&e->lock);
 	return err;
 }

@@ -78,6 +78,10 @@ int edit_idle(struct edit *e);
 /* Changed since the last save that landed (a failed save's version too). */
 int edit_unsaved(struct edit *e);
 
+/* The version whose save failed may be saved again (edit_snapshot_begin
+ * refuses it otherwise): where the cause may have gone. */
+void edit_retry(struct edit *e);
+
 /* A consistent look at the contents for a save.  edit_snapshot_begin
  * takes the edit's save lock (one save at a time; writes go on) and
  * returns 0 when the snapshot is to be saved, 1 when it already was, or
@@ -123,7 +127,8 @@ void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct iden
 void edit_failed(struct edit *e, const struct edit_snapshot *s, int err, char *msg);
 void edit_snapshot_end(struct edit *e, struct edit_snapshot *s);
 
-/* The errno of the last failed save (0: none) and its reason (g_free it). */
+/* The errno of the last failed save (0: none) and, when msg is not NULL,
+ * its reason (g_free it). */
 int edit_error(struct edit *e, char **msg);
 
 #endif

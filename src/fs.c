@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs_write.h"
 #include "log.h"
 #include "views.h"
 #include "worker.h"
@@ -250,12 +251,67 @@ static void warn_unsaved(struct inode *in, void *ctx)
 	g_free(msg);
 }
 
+static void collect_unsaved(struct inode *in, void *ctx)
+{
+	if (!in->scratch && edit_unsaved(in->edit)) {
+		in->refs++; /* under the table's lock: kept until tried */
+		g_ptr_array_add(ctx, in);
+	}
+}
+
+/* Reads again what changed on disk of in's folders and archives, from
+ * the top down, and of in. */
+static void refresh_above(struct fs *fs, struct inode *in)
+{
+	GPtrArray *chain = g_ptr_array_new();
+
+	for (struct inode *a = in; a; a = a->parent)
+		g_ptr_array_add(chain, a);
+	for (guint i = chain->len; i-- > 0;)
+		fs_refresh(fs, g_ptr_array_index(chain, i), 0);
+	g_ptr_array_free(chain, TRUE);
+}
+
+/* Files written through the mount whose last save failed get one more
+ * try before the unmount drops their text: the cause may have gone since
+ * (a disk full then, an archive another program was rewriting).  Not a
+ * text that does not convert: it fails the same way. */
+static void retry_unsaved(struct fs *fs)
+{
+	GPtrArray *unsaved = g_ptr_array_new();
+
+	pthread_mutex_lock(&fs->edits_lock);
+	inodes_each_edit(fs->inodes, collect_unsaved, unsaved);
+	pthread_mutex_unlock(&fs->edits_lock);
+	for (guint i = 0; i < unsaved->len; i++) {
+		struct inode *in = g_ptr_array_index(unsaved, i);
+		struct edit *e = fs_edit_get(fs, in);
+		int err = e ? edit_error(e, NULL) : 0;
+
+		if (e && err != EINVAL && err != EILSEQ) {
+			refresh_above(fs, in); /* an archive readable again is one again */
+			edit_retry(e);
+			if (fs_save(fs, in, e) >= 0) {
+				char *what = inode_path(fs->inodes, in);
+
+				log_msg(LOG_NOTICE, "%s: saved at the unmount, after a failed save", what);
+				g_free(what);
+			}
+		}
+		if (e)
+			edit_unref(e);
+		inode_unref(fs->inodes, in);
+	}
+	g_ptr_array_free(unsaved, TRUE);
+}
+
 /* After the session ended: ends the opens left, then what fs_init_state
  * set up. */
 void fs_stop(struct fs *fs)
 {
 	fs_end_notices(fs, NULL, NULL);
 	end_opens(fs);
+	retry_unsaved(fs);
 	pthread_mutex_lock(&fs->edits_lock);
 	inodes_each_edit(fs->inodes, warn_unsaved, NULL);
 	pthread_mutex_unlock(&fs->edits_lock);

@@ -370,6 +370,17 @@ ls "$M" > /dev/null # listing the folder finds the archive an archive again
 check "... the contents written are still readable in the mount" soon reads texts.res/held.txt 'v4 written'
 printf 'v5' > "$M/texts.res/held.txt"
 check "... a new save lands" eval 'holds texts.res/held.txt v5 && clean texts.res'
+# the same, with no new save before the unmount: it tries the failed save
+# once more, the archive readable again (the text went with the unmount)
+held_write "$M/texts.res/held.txt" 'v6 written'
+cp "$G/texts.res" "$WORK/texts.keep"
+printf 'XXXX' | dd of="$G/texts.res" conv=notrunc status=none
+cat "$M/texts.res/map.txt" > /dev/null 2>&1 || true
+touch "$WORK/go"; wait $held
+cp "$WORK/texts.keep" "$G/texts.res"
+check "a save that failed (EIO at the close) ..." eval 'grep -qx EIO "$WORK/held.out" && holds texts.res/held.txt v5'
+remount
+check "... is tried again at the unmount, and lands" eval 'holds texts.res/held.txt "v6 written" && clean texts.res'
 rm "$M/texts.res/held.txt"
 
 # concurrent savers: the mount and eifs put, serialised by the file lock
