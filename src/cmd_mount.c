@@ -266,12 +266,23 @@ static void build_top(void *ctx)
 	tree_read_unlock(fs->tree);
 }
 
+struct mounting;
+static void remember_connection(struct mounting *g);
+static struct fs *mounting_fs(struct mounting *g);
+
+static void build_top_of(void *g)
+{
+	build_top(mounting_fs(g));
+}
+
 /* Loading the crash report's library takes a millisecond of CPU that the
  * first lookups would wait for on two cores: it comes once they are
- * answered (until then a report walks eifs' frame pointers). */
-static void warm_up_crash_report(void *ctx)
+ * answered (until then a report walks eifs' frame pointers); so does the
+ * note of the mount's connection. */
+static void after_first_requests(void *g)
 {
 	crash_report_warm_up();
+	remember_connection(g);
 }
 
 /* As many as libfuse's own multi-threaded loop starts at most. */
@@ -286,15 +297,15 @@ static void drain_notices(void *p)
 
 /* Without a loop (-s, its first thread only mounted) the main thread
  * answers every request. */
-static int serve(struct serve_loop *l, struct fuse_session *se, struct fs *fs)
+static int serve(struct serve_loop *l, struct fuse_session *se, struct mounting *g)
 {
 	if (!l) {
-		build_top(fs);
-		crash_report_warm_up();
+		build_top_of(g);
+		after_first_requests(g);
 		watch_reader(); /* the only one */
 		return fuse_session_loop(se);
 	}
-	return serve_loop_run(l, build_top, warm_up_crash_report, fs);
+	return serve_loop_run(l, build_top_of, after_first_requests, g);
 }
 
 static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
@@ -408,6 +419,8 @@ struct mounting {
 	char *mnt_abs;
 	int handlers;  /* fuse_set_signal_handlers succeeded */
 	int mounted;
+	unsigned conn; /* the connection's number (fusectl's), when conn_known */
+	int conn_known;
 	int aborted;   /* its connection, by abort_mounted_connection */
 };
 
@@ -456,18 +469,19 @@ static void unescape_mountinfo(char *s)
 	*out = '\0';
 }
 
-/* fusectl's "abort" file of the FUSE mount at mnt, named by the mount's
- * device as the kernel numbers it; NULL when what was mounted last at mnt
- * is no FUSE mount.  Read from the mount table, not by a stat that would
- * be a request to this very daemon. */
-static char *connection_abort_file(const char *mnt)
+/* Whether what was mounted last at mnt is a FUSE mount, and then its
+ * connection's number (its device, as the kernel numbers it; fusectl
+ * names it so).  Read from the mount table, not by a stat that would be a
+ * request to this very daemon. */
+static int top_fuse_mount(const char *mnt, unsigned *conn)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL, *found = NULL;
+	char *line = NULL;
 	size_t cap = 0;
+	int fuse = 0;
 
 	if (!f)
-		return NULL;
+		return 0;
 	while (getline(&line, &cap, f) > 0) {
 		unsigned major, minor;
 		char point[4097];
@@ -478,14 +492,39 @@ static char *connection_abort_file(const char *mnt)
 		unescape_mountinfo(point);
 		if (strcmp(point, mnt) != 0)
 			continue;
-		g_free(found);
-		found = NULL;
-		if (strncmp(type + 3, "fuse", 4) == 0)
-			found = g_strdup_printf("/sys/fs/fuse/connections/%u/abort", major << 20 | minor);
+		type += 3;
+		fuse = !strncmp(type, "fuse ", 5) || !strncmp(type, "fuse.", 5) || !strncmp(type, "fuseblk ", 8);
+		*conn = major << 20 | minor;
 	}
 	free(line);
 	fclose(f);
-	return found;
+	return fuse;
+}
+
+static struct fs *mounting_fs(struct mounting *g)
+{
+	return g->fs;
+}
+
+static const char *mount_point(const struct mounting *g)
+{
+	return g->mnt_abs ? g->mnt_abs : g->m->mnt;
+}
+
+/* The mount's connection, noted while it is surely this daemon's (a
+ * moment after the mount, off the first requests' way): what the end
+ * aborts, should it have to, even after another mount went on top. */
+static void remember_connection(struct mounting *g)
+{
+	g->conn_known = g->mounted && top_fuse_mount(mount_point(g), &g->conn);
+}
+
+/* Whether this daemon's mount is still what mnt shows. */
+static int ours_on_top(const struct mounting *g)
+{
+	unsigned conn;
+
+	return top_fuse_mount(mount_point(g), &conn) && (!g->conn_known || conn == g->conn);
 }
 
 static int write_abort(const char *file)
@@ -503,20 +542,22 @@ static int write_abort(const char *file)
  * go of what the kernel holds for them: through fusectl's abort file
  * (the mount's owner may write it), else by a forced unmount, which
  * aborts the connection first (root; it then fails as busy when files
- * are open, the abort done). */
+ * are open, the abort done), only of a mount that is surely ours. */
 static int abort_mounted_connection(void *p)
 {
 	struct mounting *g = p;
-	const char *mnt = g->mnt_abs ? g->mnt_abs : g->m->mnt;
-	char *file = connection_abort_file(mnt);
-	int rc;
+	int on_top = ours_on_top(g), rc = -ENOENT;
 
-	if (!file)
-		return -ENOENT; /* unmounted already, or another mount on top */
-	rc = write_abort(file);
-	g_free(file);
-	if (rc < 0) { /* fusectl not mounted here */
-		if (umount2(mnt, MNT_FORCE) == 0) {
+	if (!g->conn_known && on_top)
+		remember_connection(g); /* it stopped before noting it */
+	if (g->conn_known) {
+		char file[64];
+
+		snprintf(file, sizeof file, "/sys/fs/fuse/connections/%u/abort", g->conn);
+		rc = write_abort(file);
+	}
+	if (rc < 0 && on_top) { /* fusectl not mounted here */
+		if (umount2(mount_point(g), MNT_FORCE) == 0) {
 			g->mounted = 0; /* unmounted too: nothing was open */
 			rc = 0;
 		} else {
@@ -530,16 +571,14 @@ static int abort_mounted_connection(void *p)
 /* libfuse leaves the mount of an aborted connection in place (it takes
  * the error on the device for an unmount done already): detached here,
  * as it would have been. */
-static void detach_aborted(const char *mnt)
+static void detach_aborted(const struct mounting *g)
 {
-	char *file = connection_abort_file(mnt);
-	const char *args[] = { "fusermount3", "-u", "-z", "-q", mnt, NULL };
+	const char *args[] = { "fusermount3", "-u", "-z", "-q", mount_point(g), NULL };
 
-	if (!file)
-		return; /* not on top there any more */
-	g_free(file);
+	if (!ours_on_top(g))
+		return;
 	if (geteuid() == 0)
-		umount2(mnt, MNT_DETACH);
+		umount2(mount_point(g), MNT_DETACH);
 	else
 		g_spawn_sync(NULL, (char **)args, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL,
 			     NULL, NULL, NULL, NULL, NULL, NULL);
@@ -551,15 +590,16 @@ static void end_mounting(struct mounting *g)
 {
 	/* before the unmount: the connection is found, and aborted, through
 	 * the mount */
-	fs_end_notices(g->fs, g->mounted ? abort_mounted_connection : NULL, g);
+	int left_behind = fs_end_notices(g->fs, g->mounted ? abort_mounted_connection : NULL, g);
+
 	if (g->mounted) {
 		fuse_session_unmount(g->se);
 		if (g->aborted)
-			detach_aborted(g->mnt_abs ? g->mnt_abs : g->m->mnt);
+			detach_aborted(g);
 	}
 	if (g->handlers)
 		fuse_remove_signal_handlers(g->se);
-	if (g->se)
+	if (g->se && !left_behind) /* else the notice thread, stuck in it, keeps it */
 		fuse_session_destroy(g->se);
 	free(g->mnt_abs);
 	*g = (struct mounting){ 0 };
@@ -708,7 +748,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		serve_loop_spin(loop, m->spin_us);
 		serve_loop_before_stop(loop, drain_notices, &fs);
 	}
-	status = serve(loop, se, &fs) >= 0 ? EXIT_OK : EXIT_MOUNT;
+	status = serve(loop, se, &g) >= 0 ? EXIT_OK : EXIT_MOUNT;
 out:
 	serve_loop_free(loop);
 	end_mounting(&g);

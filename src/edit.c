@@ -419,22 +419,49 @@ static uint64_t host_available(const char *root)
 	return found ? (uint64_t)kb * 1024 : UINT64_MAX;
 }
 
+/* The value of key in a memory.stat file; 0 when it is not there. */
+static uint64_t stat_value(const char *dir, const char *key)
+{
+	char *path = g_build_filename(dir, "memory.stat", NULL), line[128];
+	unsigned long long n = 0;
+	size_t len = strlen(key);
+	FILE *f = fopen(path, "re");
+
+	g_free(path);
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, key, len) && line[len] == ' ' && sscanf(line + len, "%llu", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* The names of a cgroup version's files. */
+struct cgroup_files {
+	const char *limit, *usage;
+	const char *inactive_file; /* in memory.stat: page cache the kernel takes back first */
+};
+
 /* The least room left under the limits of the cgroup at path in the
  * hierarchy mounted at base and of those above it, the top one too (a
- * container's, in a cgroup namespace); UINT64_MAX without a limit. */
-static uint64_t room_in(const char *base, const char *path, const char *limit_name, const char *usage_name)
+ * container's, in a cgroup namespace); UINT64_MAX without a limit.  The
+ * usage counts page cache: what of it is inactive is room. */
+static uint64_t room_in(const char *base, const char *path, const struct cgroup_files *names)
 {
 	char *dir = g_build_filename(base, path, NULL);
 	uint64_t room = UINT64_MAX;
 
 	while (strlen(dir) >= strlen(base)) {
-		char *limit_file = g_build_filename(dir, limit_name, NULL);
-		char *usage_file = g_build_filename(dir, usage_name, NULL);
+		char *limit_file = g_build_filename(dir, names->limit, NULL);
+		char *usage_file = g_build_filename(dir, names->usage, NULL);
 		uint64_t limit = read_number(limit_file), usage = read_number(usage_file);
 		char *up = g_path_get_dirname(dir);
 
-		if (limit) /* 0: none here ("max", or the file missing) */
+		if (limit) { /* 0: none here ("max", or the file missing) */
+			usage -= MIN(usage, stat_value(dir, names->inactive_file));
 			room = MIN(room, limit > usage ? limit - usage : 0);
+		}
 		g_free(limit_file);
 		g_free(usage_file);
 		g_free(dir);
@@ -449,6 +476,8 @@ static uint64_t room_in(const char *base, const char *path, const char *limit_na
  * controller; UINT64_MAX without one. */
 static uint64_t cgroup_room(const char *root)
 {
+	static const struct cgroup_files v2 = { "memory.max", "memory.current", "inactive_file" };
+	static const struct cgroup_files v1 = { "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file" };
 	char *path = g_build_filename(root, "proc/self/cgroup", NULL), *text = NULL, **lines;
 	uint64_t room = UINT64_MAX;
 
@@ -465,10 +494,10 @@ static uint64_t cgroup_room(const char *root)
 			controllers = g_strsplit(f[1], ",", -1);
 			if (!strcmp(f[0], "0") && !f[1][0]) {
 				base = g_build_filename(root, "sys/fs/cgroup", NULL);
-				room = MIN(room, room_in(base, f[2], "memory.max", "memory.current"));
+				room = MIN(room, room_in(base, f[2], &v2));
 			} else if (g_strv_contains((const char *const *)controllers, "memory")) {
 				base = g_build_filename(root, "sys/fs/cgroup/memory", NULL);
-				room = MIN(room, room_in(base, f[2], "memory.limit_in_bytes", "memory.usage_in_bytes"));
+				room = MIN(room, room_in(base, f[2], &v1));
 			}
 			g_strfreev(controllers);
 		}

@@ -180,12 +180,12 @@ static void free_notice(void *item)
 	g_free(n);
 }
 
-void fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx)
+int fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx)
 {
-	int rc = -ENOTSUP;
+	int rc = -ENOTSUP, left_behind = 0;
 
 	if (!fs->notifier)
-		return;
+		return 0;
 	/* no thread answers requests any more, and the kernel's caches go
 	 * with the connection: the notices not sent yet are moot */
 	worker_discard(fs->notifier, free_notice);
@@ -205,11 +205,13 @@ void fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx
 				rc < 0 ? strerror(-rc) : "still waiting after the abort");
 			worker_abandon(fs->notifier, free_notice);
 			fs->notifier = NULL;
+			left_behind = 1;
 		}
 	}
 	worker_free(fs->notifier);
 	fs->notifier = NULL;
 	fs->se = NULL;
+	return left_behind;
 }
 
 /* Opens whose release never came: the kernel drops the releases still
@@ -272,10 +274,22 @@ static void refresh_above(struct fs *fs, struct inode *in)
 	g_ptr_array_free(chain, TRUE);
 }
 
-/* Files written through the mount whose last save failed get one more
- * try before the unmount drops their text: the cause may have gone since
- * (a disk full then, an archive another program was rewriting).  Not a
- * text that does not convert: it fails the same way. */
+/* A failure whose cause may have gone by the unmount: a disk full then,
+ * an archive another program was rewriting or held. */
+static int may_pass(int err)
+{
+	switch (err) {
+	case EIO: case ENOSPC: case EDQUOT: case ESTALE: case EAGAIN: case EBUSY:
+	case ENOLCK: case ETIMEDOUT: case ENOMEM: case EINTR:
+		return 1;
+	default: /* a text that does not convert, a name or size the
+		  * archive cannot hold: it fails the same way again */
+		return 0;
+	}
+}
+
+/* Files written through the mount whose last save failed of a cause that
+ * may have gone get one more try before the unmount drops their text. */
 static void retry_unsaved(struct fs *fs)
 {
 	GPtrArray *unsaved = g_ptr_array_new();
@@ -288,7 +302,7 @@ static void retry_unsaved(struct fs *fs)
 		struct edit *e = fs_edit_get(fs, in);
 		int err = e ? edit_error(e, NULL) : 0;
 
-		if (e && err != EINVAL && err != EILSEQ) {
+		if (e && may_pass(err)) {
 			refresh_above(fs, in); /* an archive readable again is one again */
 			edit_retry(e);
 			if (fs_save(fs, in, e) >= 0) {

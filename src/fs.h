@@ -63,8 +63,10 @@ void fs_before_view_wait(int converting);
  * notice under way that still waits after a second (on a request queued
  * in the kernel, which none will answer now) is ended by
  * abort_connection(ctx) (may be NULL; 0 or -errno); failing that, its
- * thread is left behind, so that the open files are saved all the same. */
-void fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx);
+ * thread is left behind, so that the open files are saved all the same,
+ * and 1 is returned: the session is still the thread's, not to be
+ * destroyed.  0 otherwise. */
+int fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx);
 /* Waits until the notices queued so far went out, timeout_ms at most:
  * while requests are still answered (one may hold what a notice waits
  * for). */

@@ -2,8 +2,9 @@
  * (entries and editable views: INI, game texts) get an edit (edit.h),
  * saved into the archive on fsync and on close (writeback.h), or when
  * the mount ends while the file is still open, as its release would
- * have; an edit no open holds (a failed save's text) is never saved at
- * unmount.  Loose files of the game folder are written directly.
+ * have; an edit no open holds (a failed save's text) is tried once more
+ * at unmount only where the failure's cause may have gone (fs.c).  Loose
+ * files of the game folder are written directly.
  *
  * A save that fails (an INI that does not parse, a full disk) returns the
  * error to fsync/close, logs one line, and keeps the edit with its text:

@@ -11,43 +11,40 @@
 #include <sys/xattr.h>
 #include <glib.h>
 
-/* An attribute the caller may not give (trusted.*, security.* when not
- * root) or the file system cannot hold: left out, as an owner is. */
-static int may_leave_out(int err)
+/* Attributes bound to the old inode and contents (IMA/EVM signatures):
+ * wrong on the new file. */
+static int bound_to_old(const char *name)
 {
-	return err == EPERM || err == EACCES || err == ENOTSUP || err == EOPNOTSUPP;
+	return !strcmp(name, "security.ima") || !strcmp(name, "security.evm");
 }
 
-/* Every extended attribute of the file at path onto fd: a POSIX ACL is
- * one (system.posix_acl_access), so it goes after the mode, whose group
- * bits it sets.  0, or -1 with errno. */
-static int copy_xattrs(const char *path, int fd)
+/* Every extended attribute of the file at path onto fd, where the caller
+ * may set it and the file system hold it, as an owner is given: one that
+ * cannot be (trusted.* for a user, a label the policy refuses) is left
+ * out rather than fail the save.  A POSIX ACL is one
+ * (system.posix_acl_access), so it goes after the mode, whose group bits
+ * it sets. */
+static void copy_xattrs(const char *path, int fd)
 {
 	ssize_t len = listxattr(path, NULL, 0);
 	char *names, *value = NULL;
-	int rc = 0;
 
 	if (len <= 0)
-		return len < 0 && !may_leave_out(errno) ? -1 : 0;
-	names = g_malloc((size_t)len);
-	len = listxattr(path, names, (size_t)len);
-	for (char *name = names; len > 0 && name < names + len && rc == 0; name += strlen(name) + 1) {
-		ssize_t n = getxattr(path, name, NULL, 0);
+		return;
+	names = g_malloc((size_t)len + 1);
+	len = listxattr(path, names, (size_t)len); /* ERANGE: it grew meanwhile, left as is */
+	for (char *name = names; len > 0 && name < names + len; name += strlen(name) + 1) {
+		ssize_t n = bound_to_old(name) ? -1 : getxattr(path, name, NULL, 0);
 
 		if (n >= 0) {
 			value = g_realloc(value, (size_t)n + 1);
 			n = getxattr(path, name, value, (size_t)n);
 		}
-		if (n < 0)
-			rc = may_leave_out(errno) || errno == ENODATA ? 0 : -1; /* ENODATA: gone meanwhile */
-		else if (fsetxattr(fd, name, value, (size_t)n, 0) < 0 && !may_leave_out(errno))
-			rc = -1;
+		if (n >= 0)
+			(void)fsetxattr(fd, name, value, (size_t)n, 0);
 	}
-	if (len < 0 && !may_leave_out(errno))
-		rc = -1; /* ERANGE: the list grew meanwhile; tried again at the next save */
 	g_free(value);
 	g_free(names);
-	return rc;
 }
 
 /* The mode, owner and group of the file replaced, where the caller may
@@ -60,7 +57,9 @@ static int take_over(int fd, const char *path, const struct stat *old, mode_t mo
 	}
 	if (fchmod(fd, old ? old->st_mode & 07777 : mode) < 0)
 		return -1;
-	return old ? copy_xattrs(path, fd) : 0;
+	if (old)
+		copy_xattrs(path, fd);
+	return 0;
 }
 
 /* A temporary with no name, or a hidden one next to path's file. */
@@ -102,8 +101,7 @@ int replace_begin(struct replacement *r, const char *path, mode_t mode, struct r
 	} else if (open_temporary(r) < 0) {
 		res_fail(err, errno, 0, "cannot make a temporary next to %s: %s", r->path, strerror(errno));
 	} else if (take_over(r->fd, r->path, have_old ? &old : NULL, mode) < 0) {
-		res_fail(err, errno, 0, "cannot give the new %s the mode and attributes of the old: %s", r->path,
-			 strerror(errno));
+		res_fail(err, errno, 0, "cannot set the mode of the new %s: %s", r->path, strerror(errno));
 	} else {
 		return 0;
 	}

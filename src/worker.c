@@ -183,10 +183,10 @@ void worker_abandon(struct worker *w, void (*free_item)(void *item))
 	w->stop = 1;
 	running = w->started && !w->ended;
 	w->abandoned = running;
+	if (running) /* under the lock: the thread frees w once it has it */
+		pthread_detach(w->thread);
 	pthread_cond_signal(&w->more);
 	pthread_mutex_unlock(&w->lock);
-	if (running)
-		pthread_detach(w->thread);
-	else
+	if (!running)
 		worker_free(w);
 }

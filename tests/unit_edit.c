@@ -480,6 +480,9 @@ Test(edit, memory_available_is_the_least_of_the_host_and_its_cgroups)
 	put(root, "sys/fs/cgroup/user.slice/game.scope/memory.max", "1073741824\n");
 	put(root, "sys/fs/cgroup/user.slice/game.scope/memory.current", "209715200\n");
 	cr_assert_eq(edit_memory_available(root), (1ULL << 30) - (200ULL << 20), "under the cgroup's limit");
+	/* of the usage, inactive page cache is room */
+	put(root, "sys/fs/cgroup/user.slice/game.scope/memory.stat", "anon 100\nactive_file 5\ninactive_file 104857600\n");
+	cr_assert_eq(edit_memory_available(root), (1ULL << 30) - (100ULL << 20), "inactive page cache counts as room");
 	/* the one above is closer to its limit */
 	put(root, "sys/fs/cgroup/user.slice/memory.max", "1000000000\n");
 	cr_assert_eq(edit_memory_available(root), 100000000, "under the parent's limit");
@@ -493,7 +496,8 @@ Test(edit, memory_available_is_the_least_of_the_host_and_its_cgroups)
 	put(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
 	put(root, "sys/fs/cgroup/memory/memory.usage_in_bytes", "5000000000\n");
 	put(root, "sys/fs/cgroup/memory/box/memory.limit_in_bytes", "3000000000\n");
-	put(root, "sys/fs/cgroup/memory/box/memory.usage_in_bytes", "1000000000\n");
+	put(root, "sys/fs/cgroup/memory/box/memory.usage_in_bytes", "1300000000\n");
+	put(root, "sys/fs/cgroup/memory/box/memory.stat", "inactive_file 1\ntotal_inactive_file 300000000\n");
 	cr_assert_eq(edit_memory_available(root), 0, "v2's top (500 of 500) still counts: 0");
 	put(root, "sys/fs/cgroup/memory.max", "max\n");
 	cr_assert_eq(edit_memory_available(root), 2000000000, "v1: 2 GB left in box");

@@ -379,8 +379,9 @@ cat "$M/texts.res/map.txt" > /dev/null 2>&1 || true
 touch "$WORK/go"; wait $held
 cp "$WORK/texts.keep" "$G/texts.res"
 check "a save that failed (EIO at the close) ..." eval 'grep -qx EIO "$WORK/held.out" && holds texts.res/held.txt v5'
-remount
+do_umount "$M"; no_daemon "$M" # the daemon saves after the unmount returns
 check "... is tried again at the unmount, and lands" eval 'holds texts.res/held.txt "v6 written" && clean texts.res'
+do_mount "$G" "$M"
 rm "$M/texts.res/held.txt"
 
 # concurrent savers: the mount and eifs put, serialised by the file lock
@@ -710,9 +711,15 @@ check "... and the daemon then exits 0 and unmounts" eval '[ $rc -eq 0 ] && ! mo
 # a notice still under way once no thread answers: it waits on a read a
 # program made after the stop (the page it locked), which none will answer.
 # The notices not sent yet are dropped, the one under way is ended by
-# aborting the connection (fusectl) after a second, the files still open
+# aborting the connection (fusectl's file, or root's forced unmount) after
+# a second, the files still open
 # for writing are saved, and the daemon exits.  Before, it waited for ever
 # in the notice, before saving them.
+# (Root can force the unmount, which aborts; a user needs fusectl's file,
+# or the daemon's thread stays in the kernel until the reader goes.)
+if [ "$(id -u)" -ne 0 ] && [ ! -w /sys/fs/fuse/connections ]; then
+	echo "skip: a notice stuck at the end (not root, and fusectl is not mounted)"
+else
 mkdir -p "$G/notes" && echo hello > "$G/notes/a.txt"
 EIFS_NOTIFY_DELAY_MS=1400 "$E" mount -f "$G" "$M" 2>"$WORK/stuck.err" & fg=$!
 MOUNTS="$MOUNTS $M"
@@ -743,9 +750,11 @@ sleep 0.3 # the threads have stopped: this read stays queued in the kernel
 touch "$WORK/stuck.go"
 for i in $(seq 150); do kill -0 $fg 2>/dev/null || break; sleep 0.1; done
 if kill -0 $fg 2>/dev/null; then # hung: let the kernel go of it, for the tests after
-	echo 1 > "/sys/fs/fuse/connections/$conn/abort" 2>/dev/null; kill -9 $fg 2>/dev/null
+	echo 1 > "/sys/fs/fuse/connections/$conn/abort" 2>/dev/null || umount -f "$M" 2>/dev/null
+	kill -9 $fg 2>/dev/null
+	for i in $(seq 50); do kill -0 $fg 2>/dev/null || break; sleep 0.1; done
 fi
-wait $fg; rc=$?
+if kill -0 $fg 2>/dev/null; then rc=124; else wait $fg; rc=$?; fi
 for i in $(seq 50); do grep -q 'read ended' "$WORK/stuck.out" && break; sleep 0.1; done
 kill $holder 2>/dev/null; wait $holder 2>/dev/null
 check "a notice stuck on a read made after the stop: the daemon exits 0 within 15 s and unmounts" \
@@ -753,6 +762,11 @@ check "a notice stuck on a read made after the stop: the daemon exits 0 within 1
 check "... the file still open for writing is saved" eval 'holds "$T/stuck.txt" "written before the stop
 " && clean "${T%%/*}"'
 check "... and the program's read ended, not left waiting" grep -q 'read ended' "$WORK/stuck.out"
+# which notice was under way (the folder's or the file's) is the table's
+# order; when it was the file's, the read was aborted, and the log says so
+check "... aborted (ECONNABORTED) exactly when the log says the connection was" \
+	eval '[ "$(grep -c "Software caused connection abort" "$WORK/stuck.out")" = "$(grep -c "the connection was aborted" "$WORK/stuck.err")" ]'
+fi
 
 # ---- read-only archives stay so ---------------------------------------------------------------
 chmod 444 "$G/figures.res"
