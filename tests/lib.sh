@@ -116,7 +116,7 @@ do_umount() {
 # first (as cleanup would, after the reports were looked at).
 sanitizer_reports() {
 	[ -n "$SANITIZER_LOGS" ] || return 0
-	for m in $MOUNTS; do
+	for m in $(printf '%s\n' $MOUNTS | sort -u); do # a test mounts one point many times
 		if mounted "$m"; then
 			fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true
 		fi
