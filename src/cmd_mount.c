@@ -266,13 +266,28 @@ static void build_top(void *ctx)
 	tree_read_unlock(fs->tree);
 }
 
-struct mounting;
+/* The kernel's mount and SRC's tables do not depend on each other, and on
+ * two cores they take about as long: the serving loop's first thread
+ * mounts while the main thread reads SRC.  The kernel's first requests
+ * wait until the loop runs, after both finished; no one has been told of
+ * the mount before. */
+struct mounting {
+	struct mount_args *m;
+	struct fs *fs;
+	struct fuse_session *se;
+	char *mnt_abs;
+	int handlers;  /* fuse_set_signal_handlers succeeded */
+	int mounted;
+	unsigned conn; /* the connection's number (fusectl's), when conn_known */
+	int conn_known;
+	int aborted;   /* its connection, by abort_mounted_connection */
+};
+
 static void remember_connection(struct mounting *g);
-static struct fs *mounting_fs(struct mounting *g);
 
 static void build_top_of(void *g)
 {
-	build_top(mounting_fs(g));
+	build_top(((struct mounting *)g)->fs);
 }
 
 /* Loading the crash report's library takes a millisecond of CPU that the
@@ -407,22 +422,6 @@ static void detach(int foreground)
 
 /* ---- the kernel's mount, beside the reading of SRC -------------------- */
 
-/* The kernel's mount and SRC's tables do not depend on each other, and on
- * two cores they take about as long: the serving loop's first thread
- * mounts while the main thread reads SRC.  The kernel's first requests
- * wait until the loop runs, after both finished; no one has been told of
- * the mount before. */
-struct mounting {
-	struct mount_args *m;
-	struct fs *fs;
-	struct fuse_session *se;
-	char *mnt_abs;
-	int handlers;  /* fuse_set_signal_handlers succeeded */
-	int mounted;
-	unsigned conn; /* the connection's number (fusectl's), when conn_known */
-	int conn_known;
-	int aborted;   /* its connection, by abort_mounted_connection */
-};
 
 static struct fuse_session *mount_session(void *p)
 {
@@ -499,11 +498,6 @@ static int top_fuse_mount(const char *mnt, unsigned *conn)
 	free(line);
 	fclose(f);
 	return fuse;
-}
-
-static struct fs *mounting_fs(struct mounting *g)
-{
-	return g->fs;
 }
 
 static const char *mount_point(const struct mounting *g)
