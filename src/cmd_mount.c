@@ -240,20 +240,6 @@ static void set_notify_delay(struct fs *fs)
 		fs->notify_delay_ms = (unsigned)atoi(env);
 }
 
-/* How often failed saves are tried again while the mount runs: every 30
- * s at first (EIFS_RETRY_MS=N, a test hook, not a user option). */
-static void set_retry_period(struct fs *fs)
-{
-	const char *env = getenv("EIFS_RETRY_MS");
-
-	fs->retry_base_ms = env && atoi(env) > 0 ? (unsigned)atoi(env) : 30000;
-}
-
-static unsigned retry_saves(void *fs)
-{
-	return fs_retry_saves(fs);
-}
-
 /* Test hook, not a user option: EIFS_OPEN_DELAY_MS=N makes the reading of
  * SRC at mount take N ms longer, the kernel's mount in place meanwhile
  * (tests/mount.sh: a signal before the mount is ready). */
@@ -755,10 +741,6 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	if (loop) {
 		serve_loop_spin(loop, m->spin_us);
 		serve_loop_before_stop(loop, drain_notices, &fs);
-		if (fs.writable) {
-			set_retry_period(&fs);
-			serve_loop_every(loop, retry_saves, &fs, fs.retry_base_ms);
-		}
 	}
 	status = serve(loop, se, &g) >= 0 ? EXIT_OK : EXIT_MOUNT;
 out:

@@ -359,16 +359,6 @@ int edit_unsaved(struct edit *e)
 	return unsaved;
 }
 
-int edit_writers(struct edit *e)
-{
-	int n;
-
-	pthread_mutex_lock(&e->lock);
-	n = e->writers;
-	pthread_mutex_unlock(&e->lock);
-	return n;
-}
-
 void edit_retry(struct edit *e)
 {
 	pthread_mutex_lock(&e->lock);

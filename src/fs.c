@@ -253,6 +253,14 @@ static void warn_unsaved(struct inode *in, void *ctx)
 	g_free(msg);
 }
 
+static void collect_unsaved(struct inode *in, void *ctx)
+{
+	if (!in->scratch && edit_unsaved(in->edit)) {
+		in->refs++; /* under the table's lock: kept until tried */
+		g_ptr_array_add(ctx, in);
+	}
+}
+
 /* Reads again what changed on disk of in's folders and archives, from
  * the top down, and of in. */
 static void refresh_above(struct fs *fs, struct inode *in)
@@ -280,58 +288,35 @@ static int may_pass(int err)
 	}
 }
 
-static void collect_retry(struct inode *in, void *ctx)
-{
-	if (!in->scratch && edit_unsaved(in->edit) && may_pass(edit_error(in->edit, NULL)) &&
-	    !edit_writers(in->edit)) {
-		in->refs++; /* under the table's lock: kept until tried */
-		g_ptr_array_add(ctx, in);
-	}
-}
-
-/* Tries again the failed saves of files no open holds whose cause may
- * have gone; when says when, for the log.  Returns how many failed again. */
-static unsigned retry_failed(struct fs *fs, const char *when)
+/* Files written through the mount whose last save failed of a cause that
+ * may have gone get one more try before the unmount drops their text. */
+static void retry_unsaved(struct fs *fs)
 {
 	GPtrArray *unsaved = g_ptr_array_new();
-	unsigned failed = 0;
 
 	pthread_mutex_lock(&fs->edits_lock);
-	inodes_each_edit(fs->inodes, collect_retry, unsaved);
+	inodes_each_edit(fs->inodes, collect_unsaved, unsaved);
 	pthread_mutex_unlock(&fs->edits_lock);
 	for (guint i = 0; i < unsaved->len; i++) {
 		struct inode *in = g_ptr_array_index(unsaved, i);
 		struct edit *e = fs_edit_get(fs, in);
+		int err = e ? edit_error(e, NULL) : 0;
 
-		if (e) {
+		if (e && may_pass(err)) {
 			refresh_above(fs, in); /* an archive readable again is one again */
 			edit_retry(e);
 			if (fs_save(fs, in, e) >= 0) {
 				char *what = inode_path(fs->inodes, in);
 
-				log_msg(LOG_NOTICE, "%s: saved %s, after a failed save", what, when);
+				log_msg(LOG_NOTICE, "%s: saved at the unmount, after a failed save", what);
 				g_free(what);
-			} else {
-				failed++;
 			}
-			edit_unref(e);
 		}
+		if (e)
+			edit_unref(e);
 		inode_unref(fs->inodes, in);
 	}
 	g_ptr_array_free(unsaved, TRUE);
-	return failed;
-}
-
-unsigned fs_retry_saves(struct fs *fs)
-{
-	if (!__atomic_exchange_n(&fs->retry_wanted, 0, __ATOMIC_ACQ_REL))
-		return fs->retry_base_ms;
-	/* a try that fails again asks for the next pass itself (fs_write.c) */
-	if (retry_failed(fs, "on a later try"))
-		fs->retry_ms = MIN(fs->retry_ms ? fs->retry_ms * 2 : fs->retry_base_ms * 2, fs->retry_base_ms * 16);
-	else
-		fs->retry_ms = fs->retry_base_ms;
-	return fs->retry_ms;
 }
 
 /* After the session ended: ends the opens left, then what fs_init_state
@@ -340,7 +325,7 @@ void fs_stop(struct fs *fs)
 {
 	fs_end_notices(fs, NULL, NULL);
 	end_opens(fs);
-	retry_failed(fs, "at the unmount");
+	retry_unsaved(fs);
 	pthread_mutex_lock(&fs->edits_lock);
 	inodes_each_edit(fs->inodes, warn_unsaved, NULL);
 	pthread_mutex_unlock(&fs->edits_lock);

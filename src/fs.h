@@ -47,10 +47,6 @@ struct fs {
 	 * drops the releases still queued, whose saves fs_stop runs */
 	pthread_mutex_t opens_lock;
 	struct handle *opens;
-	/* Failed saves tried again while the mount runs (fs_retry_saves):
-	 * one failed since the last pass; the wait between passes */
-	int retry_wanted;
-	unsigned retry_base_ms, retry_ms;
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;
@@ -76,12 +72,6 @@ int fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx)
  * for). */
 void fs_drain_notices(struct fs *fs, unsigned timeout_ms);
 void fs_stop(struct fs *fs);
-/* Tries again, once, each failed save of a file no open holds whose cause
- * may have gone (a full disk, an archive another program was rewriting),
- * when one failed since the last pass.  Returns the ms until the next
- * pass: retry_base_ms, doubled after each pass where every try failed
- * again, up to 16 times. */
-unsigned fs_retry_saves(struct fs *fs);
 
 /* ---- shared by fs.c, fs_write.c and fs_names.c --------------------------- */
 

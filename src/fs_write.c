@@ -410,7 +410,6 @@ static void report_failure(struct fs *fs, struct inode *in, struct edit *e, cons
 		text_stays ? "; the text stays in the view until a valid save or rm of the view" : "");
 	g_free(what);
 	edit_failed(e, s, err->code, g_strdup(err->msg));
-	__atomic_store_n(&fs->retry_wanted, 1, __ATOMIC_RELEASE); /* fs_retry_saves */
 }
 
 /* The identity a saved view's text stays shown for: its source's now, if

@@ -37,9 +37,6 @@ struct serve_loop {
 	unsigned spin_us;      /* serve_loop_spin */
 	void (*before_stop)(void *ctx); /* serve_loop_before_stop */
 	void *before_stop_ctx;
-	unsigned (*every)(void *ctx);   /* serve_loop_every */
-	void *every_ctx;
-	unsigned every_ms;
 	int spinning;          /* the device is non-blocking: readers spin */
 	int last_quick;        /* no request was handed to another thread since
 				* the last quick one: readers may spin */
@@ -334,35 +331,23 @@ static void *serve_thread(void *p)
 /* Until the session ends, or a stop signal came (its handler posts, or,
  * before serve_loop_run took the signals, libfuse's ends the session,
  * seen within a second).  later(ctx), if given, runs SERVE_LATER_MS after
- * the wait began; the serve_loop_every function when its time comes. */
+ * the wait began. */
 static void wait_for_end(struct serve_loop *l, void (*later)(void *ctx), void *ctx)
 {
-	int64_t now = monotonic_ns();
-	int64_t later_at = now + SERVE_LATER_MS * 1000000LL, every_at = now + l->every_ms * 1000000LL;
-
 	while (!fuse_session_exited(l->se) && !__atomic_load_n(&l->stop_signal, __ATOMIC_ACQUIRE)) {
-		int64_t wake = now + 1000000000LL;
 		struct timespec t;
 
-		if (later)
-			wake = MIN(wake, later_at);
-		if (l->every)
-			wake = MIN(wake, every_at);
-		t.tv_sec = (time_t)(wake / 1000000000LL);
-		t.tv_nsec = (long)(wake % 1000000000LL);
-		sem_clockwait(&l->finished, CLOCK_MONOTONIC, &t);
-		now = monotonic_ns();
-		if (fuse_session_exited(l->se) || __atomic_load_n(&l->stop_signal, __ATOMIC_ACQUIRE))
-			break;
-		if (later && now >= later_at) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (later) {
+			t.tv_nsec += SERVE_LATER_MS * 1000000L;
+			t.tv_sec += t.tv_nsec / 1000000000L;
+			t.tv_nsec %= 1000000000L;
+		} else {
+			t.tv_sec += 1;
+		}
+		if (sem_clockwait(&l->finished, CLOCK_MONOTONIC, &t) < 0 && errno == ETIMEDOUT && later) {
 			later(ctx);
 			later = NULL;
-		}
-		if (l->every && now >= every_at) {
-			unsigned next = l->every(l->every_ctx);
-
-			now = monotonic_ns();
-			every_at = now + (next ? next : l->every_ms) * 1000000LL;
 		}
 	}
 }
@@ -478,13 +463,6 @@ static void stop_threads(struct serve_loop *l)
 void serve_loop_spin(struct serve_loop *l, unsigned usec)
 {
 	l->spin_us = usec;
-}
-
-void serve_loop_every(struct serve_loop *l, unsigned (*fn)(void *ctx), void *ctx, unsigned first_ms)
-{
-	l->every = fn;
-	l->every_ctx = ctx;
-	l->every_ms = first_ms;
 }
 
 void serve_loop_before_stop(struct serve_loop *l, void (*fn)(void *ctx), void *ctx)

@@ -45,12 +45,6 @@ void serve_loop_spin(struct serve_loop *l, unsigned usec);
 enum { SERVE_LATER_MS = 100 };
 int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*later)(void *ctx), void *ctx);
 
-/* fn(ctx) from the thread that runs the loop, first_ms after it began to
- * wait, then as many ms after each call as the call returns (0: first_ms
- * again), while the loop runs: upkeep no request asks for.  Before
- * serve_loop_run; the default is none. */
-void serve_loop_every(struct serve_loop *l, unsigned (*fn)(void *ctx), void *ctx, unsigned first_ms);
-
 /* fn(ctx), once SIGINT, SIGTERM or SIGHUP came, before the session is
  * marked exited and the threads stop: they still answer requests
  * meanwhile.  A kernel notice under way may wait for the answer to a
