@@ -40,6 +40,8 @@ struct edit {
 				    * them, or work: writes wait meanwhile */
 	int held;                  /* one of them works (one at a time) */
 	pthread_cond_t quiet;      /* writing, holding or held ended */
+	struct edit_digest base;   /* edit_set_base, when base_known */
+	int base_known;
 	size_t copy_max;           /* SIZE_MAX, or a test's: no copy above */
 	uint64_t available;        /* 0, or a test's MemAvailable */
 	int64_t mtime;
@@ -357,6 +359,26 @@ int edit_unsaved(struct edit *e)
 	unsaved = e->version != e->saved;
 	pthread_mutex_unlock(&e->lock);
 	return unsaved;
+}
+
+void edit_set_base(struct edit *e, const struct edit_digest *d)
+{
+	pthread_mutex_lock(&e->lock);
+	e->base_known = d != NULL;
+	if (d)
+		e->base = *d;
+	pthread_mutex_unlock(&e->lock);
+}
+
+int edit_base(struct edit *e, struct edit_digest *d)
+{
+	int known;
+
+	pthread_mutex_lock(&e->lock);
+	known = e->base_known;
+	*d = e->base;
+	pthread_mutex_unlock(&e->lock);
+	return known;
 }
 
 void edit_retry(struct edit *e)

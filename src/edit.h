@@ -82,6 +82,12 @@ int edit_unsaved(struct edit *e);
  * refuses it otherwise): where the cause may have gone. */
 void edit_retry(struct edit *e);
 
+/* What the file's source held when the edit began, or as its last save
+ * left it (d NULL: not known): a save tried again later must not write
+ * over a change another program made since. */
+void edit_set_base(struct edit *e, const struct edit_digest *d);
+int edit_base(struct edit *e, struct edit_digest *d);
+
 /* A consistent look at the contents for a save.  edit_snapshot_begin
  * takes the edit's save lock (one save at a time; writes go on) and
  * returns 0 when the snapshot is to be saved, 1 when it already was, or

@@ -288,6 +288,33 @@ static int may_pass(int err)
 	}
 }
 
+static void log_inode(struct fs *fs, int level, struct inode *in, const char *what)
+{
+	char *path = inode_path(fs->inodes, in);
+
+	log_msg(level, "%s: %s", path, what);
+	g_free(path);
+}
+
+/* Whether in's source still holds what it did when e began, or as e's
+ * last save left it (1): else another program changed it since (0), and
+ * a save tried again would write over that; -1 when that is not known
+ * (a file too large to digest, a new one). */
+static int as_it_began(struct fs *fs, struct inode *in, struct edit *e)
+{
+	struct edit_digest base, now;
+	struct tree_node *n;
+	int same;
+
+	if (!edit_base(e, &base))
+		return -1;
+	tree_read_lock(fs->tree);
+	n = inode_node(fs->inodes, in);
+	same = n && fs_source_digest(fs, n, &now) == 0 && memcmp(&now, &base, sizeof now) == 0;
+	tree_read_unlock(fs->tree);
+	return same;
+}
+
 /* Files written through the mount whose last save failed of a cause that
  * may have gone get one more try before the unmount drops their text. */
 static void retry_unsaved(struct fs *fs)
@@ -304,12 +331,15 @@ static void retry_unsaved(struct fs *fs)
 
 		if (e && may_pass(err)) {
 			refresh_above(fs, in); /* an archive readable again is one again */
-			edit_retry(e);
-			if (fs_save(fs, in, e) >= 0) {
-				char *what = inode_path(fs->inodes, in);
+			int began = as_it_began(fs, in, e);
 
-				log_msg(LOG_NOTICE, "%s: saved at the unmount, after a failed save", what);
-				g_free(what);
+			if (began == 1) {
+				edit_retry(e);
+				if (fs_save(fs, in, e) >= 0)
+					log_inode(fs, LOG_NOTICE, in, "saved at the unmount, after a failed save");
+			} else if (began == 0) {
+				log_inode(fs, LOG_WARNING, in, "not tried again at the unmount: its entry changed on "
+					  "disk since it was opened or last saved, and is kept as it is");
 			}
 		}
 		if (e)

@@ -63,9 +63,7 @@ static const struct identity *source_of(const struct tree_node *n, struct identi
 	return id;
 }
 
-/* The digest of the bytes n (a view: its source) holds now; 0 or -errno.
- * Read lock. */
-static int source_digest(struct fs *fs, const struct tree_node *n, struct edit_digest *d)
+int fs_source_digest(struct fs *fs, const struct tree_node *n, struct edit_digest *d)
 {
 	struct tree_node *src = n->kind == NODE_VIEW ? view_source(n) : (struct tree_node *)n;
 	uint64_t size = tree_file_size(fs->tree, src);
@@ -98,7 +96,7 @@ const struct identity *fs_sticky_source(struct fs *fs, const struct tree_node *n
 {
 	struct edit_digest now;
 
-	if (!n || n->kind != NODE_VIEW || !w->known || source_digest(fs, n, &now) != 0
+	if (!n || n->kind != NODE_VIEW || !w->known || fs_source_digest(fs, n, &now) != 0
 	    || memcmp(&now, &w->digest, sizeof now) != 0)
 		return NULL;
 	node_identity(n, id);
@@ -114,7 +112,7 @@ int fs_edit_shows(struct fs *fs, struct edit *e, const struct tree_node *n)
 
 	/* the source's identity moved on: the text stays if its bytes did not */
 	if (shows == EDIT_ASK)
-		shows = edit_shows_digest(e, src, source_digest(fs, n, &d) == 0 ? &d : NULL);
+		shows = edit_shows_digest(e, src, fs_source_digest(fs, n, &d) == 0 ? &d : NULL);
 	return shows;
 }
 
@@ -247,6 +245,20 @@ static struct edit *attach_writer(struct fs *fs, struct inode *in, struct edit *
 	return e;
 }
 
+/* Up to this size a source's bytes are digested for the base of an edit
+ * (edit_set_base); a larger file's failed save is not tried again. */
+enum { BASE_DIGEST_MAX = 4 << 20 };
+
+/* The source's bytes as the edit begins (read lock). */
+static void set_base(struct fs *fs, struct edit *e, const struct tree_node *n)
+{
+	const struct tree_node *src = n->kind == NODE_VIEW ? view_source(n) : n;
+	struct edit_digest d;
+
+	edit_set_base(e, tree_file_size(fs->tree, (struct tree_node *)src) <= BASE_DIGEST_MAX
+			 && fs_source_digest(fs, n, &d) == 0 ? &d : NULL);
+}
+
 struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node *n, int truncate, int *err)
 {
 	struct edit *e = NULL;
@@ -270,6 +282,7 @@ struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node 
 				edit_unref(e);
 				return NULL;
 			}
+			set_base(fs, e, n);
 			fresh = 1;
 		}
 		e = attach_writer(fs, in, e, fresh);
@@ -511,8 +524,14 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 		const struct identity *src = sticky_source(fs, in, &written, &id);
 
 		edit_saved(e, &s, src, src ? &written.digest : NULL);
+		edit_set_base(e, written.known ? &written.digest : NULL);
 	} else {
+		struct edit_digest d;
+
 		edit_saved(e, &s, NULL, NULL);
+		if (s.len <= BASE_DIGEST_MAX)
+			edit_digest_of(&d, s.data, s.len);
+		edit_set_base(e, s.len <= BASE_DIGEST_MAX ? &d : NULL);
 	}
 	edit_snapshot_end(e, &s);
 	fs_edit_pin(fs, in);

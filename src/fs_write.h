@@ -22,6 +22,9 @@ struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node 
  * for an editor's temporary (kept in memory, not saved), or a negative
  * errno (the failure logged once and kept for the status file). */
 int fs_save(struct fs *fs, struct inode *in, struct edit *e);
+/* The digest of the bytes n (a view: its source) holds now; 0 or -errno
+ * (EFBIG over VIEW_MAX_TEXT_SOURCE).  Read lock. */
+int fs_source_digest(struct fs *fs, const struct tree_node *n, struct edit_digest *d);
 /* Logs that a save of what (len bytes) reads the live file (a snapshot
  * mapped, edit.h): writes during it may be in it. */
 void fs_log_live_save(const char *what, size_t len);

@@ -389,6 +389,19 @@ check "a save that failed (EIO at the close) ..." eval 'grep -qx EIO "$WORK/held
 do_umount "$M"; no_daemon "$M" # the daemon saves after the unmount returns
 check "... is tried again at the unmount, and lands" eval 'holds texts.res/held.txt "v6 written" && clean texts.res'
 do_mount "$G" "$M"
+# not over a change another program made since: that one stays
+cat "$M/texts.res/held.txt" > /dev/null
+held_write "$M/texts.res/held.txt" 'v7 written'
+cp "$G/texts.res" "$WORK/texts.keep"
+printf 'XXXX' | dd of="$G/texts.res" conv=notrunc status=none
+cat "$M/texts.res/map.txt" > /dev/null 2>&1 || true
+touch "$WORK/go"; wait $held
+cp "$WORK/texts.keep" "$G/texts.res"
+printf 'from another program' | "$E" put "$G/texts.res/held.txt" -
+check "a save that failed, its entry then changed by another program ..." grep -qx EIO "$WORK/held.out"
+do_umount "$M"; no_daemon "$M"
+check "... is not tried at the unmount over that change" eval 'holds texts.res/held.txt "from another program" && clean texts.res'
+do_mount "$G" "$M"
 rm "$M/texts.res/held.txt"
 
 # concurrent savers: the mount and eifs put, serialised by the file lock
