@@ -358,14 +358,21 @@ check "an entry removed by another program while open: its close fails with EIO"
 check "... the status file says so" grep -q "^texts.res/held.txt	Input/output error	it is no longer in its archive" "$M/.eifs-status"
 printf 'v3' > "$M/texts.res/held.txt"
 check "... a new save of it lands" holds texts.res/held.txt v3
-held_write "$M/texts.res/held.txt" 'v4 written'
-cp "$G/texts.res" "$WORK/texts.keep"
-printf 'XXXX' | dd of="$G/texts.res" conv=notrunc status=none # unreadable for a moment
-cat "$M/texts.res/map.txt" > /dev/null 2>&1 || true
-touch "$WORK/go"; wait $held
+# close_while_unreadable TEXT: writes TEXT to held.txt and closes it while
+# texts.res cannot be read (another program rewriting it; its magic
+# spoiled here, the archive kept for restore_archive)
+close_while_unreadable() {
+	held_write "$M/texts.res/held.txt" "$1"
+	cp "$G/texts.res" "$WORK/texts.keep"
+	printf 'XXXX' | dd of="$G/texts.res" conv=notrunc status=none
+	cat "$M/texts.res/map.txt" > /dev/null 2>&1 || true # the mount notices
+	touch "$WORK/go"; wait $held
+}
+restore_archive() { cp "$WORK/texts.keep" "$G/texts.res"; }
+close_while_unreadable 'v4 written'
 check "an archive unreadable at the close: it fails with EIO" grep -qx EIO "$WORK/held.out"
 check "... the archive shows as a file while it cannot be read" eval '[ -f "$M/texts.res" ]'
-cp "$WORK/texts.keep" "$G/texts.res"
+restore_archive
 check "... the archive is back as it was" holds texts.res/held.txt v3
 # an open of the name the kernel has as a file finds it an archive again;
 # the kernel keeps an inode's type, so the name must go for the next
@@ -379,24 +386,16 @@ printf 'v5' > "$M/texts.res/held.txt"
 check "... a new save lands" eval 'holds texts.res/held.txt v5 && clean texts.res'
 # the same, with no new save before the unmount: it tries the failed save
 # once more, the archive readable again (the text went with the unmount)
-held_write "$M/texts.res/held.txt" 'v6 written'
-cp "$G/texts.res" "$WORK/texts.keep"
-printf 'XXXX' | dd of="$G/texts.res" conv=notrunc status=none
-cat "$M/texts.res/map.txt" > /dev/null 2>&1 || true
-touch "$WORK/go"; wait $held
-cp "$WORK/texts.keep" "$G/texts.res"
+close_while_unreadable 'v6 written'
+restore_archive
 check "a save that failed (EIO at the close) ..." eval 'grep -qx EIO "$WORK/held.out" && holds texts.res/held.txt v5'
 do_umount "$M"; no_daemon "$M" # the daemon saves after the unmount returns
 check "... is tried again at the unmount, and lands" eval 'holds texts.res/held.txt "v6 written" && clean texts.res'
 do_mount "$G" "$M"
 # not over a change another program made since: that one stays
 cat "$M/texts.res/held.txt" > /dev/null
-held_write "$M/texts.res/held.txt" 'v7 written'
-cp "$G/texts.res" "$WORK/texts.keep"
-printf 'XXXX' | dd of="$G/texts.res" conv=notrunc status=none
-cat "$M/texts.res/map.txt" > /dev/null 2>&1 || true
-touch "$WORK/go"; wait $held
-cp "$WORK/texts.keep" "$G/texts.res"
+close_while_unreadable 'v7 written'
+restore_archive
 printf 'from another program' | "$E" put "$G/texts.res/held.txt" -
 check "a save that failed, its entry then changed by another program ..." grep -qx EIO "$WORK/held.out"
 do_umount "$M"; no_daemon "$M"
