@@ -182,9 +182,15 @@ void fs_edit_drop_idle(struct fs *fs, struct inode *in, struct edit *e)
 
 /* ---- filling an edit ----------------------------------------------------- */
 
-/* The current contents of n into e (read lock held). */
+/* Up to this size a source's bytes are digested for the base of an edit
+ * (edit_set_base); a larger file's failed save is not tried again. */
+enum { BASE_DIGEST_MAX = 4 << 20 };
+
+/* The current contents of n into e, and for an entry its base (read lock
+ * held). */
 static int fill(struct fs *fs, struct edit *e, struct tree_node *n)
 {
+	GChecksum *sum;
 	char *buf;
 	int rc = 0;
 
@@ -202,6 +208,7 @@ static int fill(struct fs *fs, struct edit *e, struct tree_node *n)
 		return rc;
 	}
 	buf = g_malloc(1 << 20);
+	sum = n->size <= BASE_DIGEST_MAX ? g_checksum_new(G_CHECKSUM_SHA256) : NULL;
 	for (uint64_t off = 0; rc == 0 && off < n->size;) {
 		ssize_t got = tree_read(fs->tree, n, buf, 1 << 20, off);
 
@@ -209,7 +216,17 @@ static int fill(struct fs *fs, struct edit *e, struct tree_node *n)
 			rc = got < 0 ? (int)got : -EIO;
 		else
 			rc = edit_load(e, buf, (size_t)got, off);
+		if (rc == 0 && sum)
+			g_checksum_update(sum, (const guchar *)buf, got);
 		off += got > 0 ? (uint64_t)got : 0;
+	}
+	if (sum) { /* the entry's bytes, digested as they are read */
+		struct edit_digest d;
+		gsize len = sizeof d.sha256;
+
+		g_checksum_get_digest(sum, d.sha256, &len);
+		edit_set_base(e, rc == 0 ? &d : NULL);
+		g_checksum_free(sum);
 	}
 	g_free(buf);
 	return rc;
@@ -245,11 +262,8 @@ static struct edit *attach_writer(struct fs *fs, struct inode *in, struct edit *
 	return e;
 }
 
-/* Up to this size a source's bytes are digested for the base of an edit
- * (edit_set_base); a larger file's failed save is not tried again. */
-enum { BASE_DIGEST_MAX = 4 << 20 };
-
-/* The source's bytes as the edit begins (read lock). */
+/* The source's bytes as the edit begins, where fill did not digest them
+ * (a view's source, an entry opened to be truncated; read lock). */
 static void set_base(struct fs *fs, struct edit *e, const struct tree_node *n)
 {
 	const struct tree_node *src = n->kind == NODE_VIEW ? view_source(n) : n;
@@ -282,7 +296,8 @@ struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node 
 				edit_unref(e);
 				return NULL;
 			}
-			set_base(fs, e, n);
+			if (truncate || n->kind == NODE_VIEW)
+				set_base(fs, e, n);
 			fresh = 1;
 		}
 		e = attach_writer(fs, in, e, fresh);
