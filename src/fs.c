@@ -83,11 +83,19 @@ static void send_notice(void *item, void *ctx)
 	g_free(n);
 }
 
+static void free_notice(void *item)
+{
+	struct notice *n = item;
+
+	g_free(n->name);
+	g_free(n);
+}
+
 static void push(struct fs *fs, struct notice *n)
 {
-	if (!fs->notifier) { /* not serving yet (or any more) */
-		g_free(n->name);
-		g_free(n);
+	/* not serving yet, or no more (fs_end_notices) */
+	if (!fs->notifier || __atomic_load_n(&fs->notices_ended, __ATOMIC_ACQUIRE)) {
+		free_notice(n);
 		return;
 	}
 	worker_push(fs->notifier, n);
@@ -172,14 +180,6 @@ void fs_drain_notices(struct fs *fs, unsigned timeout_ms)
 	}
 }
 
-static void free_notice(void *item)
-{
-	struct notice *n = item;
-
-	g_free(n->name);
-	g_free(n);
-}
-
 int fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx)
 {
 	int rc = -ENOTSUP, left_behind = 0;
@@ -187,7 +187,9 @@ int fs_end_notices(struct fs *fs, int (*abort_connection)(void *ctx), void *ctx)
 	if (!fs->notifier)
 		return 0;
 	/* no thread answers requests any more, and the kernel's caches go
-	 * with the connection: the notices not sent yet are moot */
+	 * with the connection: the notices not sent yet are moot, and so
+	 * are those a reload pushes from now on (the watch's) */
+	__atomic_store_n(&fs->notices_ended, 1, __ATOMIC_RELEASE);
 	worker_discard(fs->notifier, free_notice);
 	if (worker_wait(fs->notifier, NOTICE_END_MS) < 0) {
 		/* the one under way waits on a request queued in the kernel

@@ -26,6 +26,7 @@ struct fs {
 	struct fuse_session *se;
 	struct worker *notifier;     /* sends kernel cache invalidations */
 	unsigned notify_delay_ms;    /* a test hook: each notice goes out late */
+	int notices_ended;           /* fs_end_notices began: none pushed after */
 	pthread_mutex_t edits_lock; /* inode->edit pointers and edit counts */
 	struct res_commit_options commit; /* how saves commit (a test hook too) */
 	int saving;          /* saves under way: they reload what they change */
