@@ -551,12 +551,9 @@ static int abort_mounted_connection(void *p)
 		rc = write_abort(file);
 	}
 	if (rc < 0 && on_top) { /* fusectl not mounted here */
-		if (umount2(mount_point(g), MNT_FORCE) == 0) {
-			g->mounted = 0; /* unmounted too: nothing was open */
-			rc = 0;
-		} else {
-			rc = errno == EBUSY ? 0 : -errno;
-		}
+		/* 0: unmounted too, nothing was open (libfuse's unmount
+		 * then only frees its record: the device has the error) */
+		rc = umount2(mount_point(g), MNT_FORCE) == 0 || errno == EBUSY ? 0 : -errno;
 	}
 	g->aborted = rc == 0;
 	return rc;
