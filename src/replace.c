@@ -136,7 +136,7 @@ static int name_temporary(struct replacement *r)
 	return rc;
 }
 
-int replace_commit(struct replacement *r, struct res_error *err)
+int replace_commit_checked(struct replacement *r, replace_check_fn *check, void *ctx, struct res_error *err)
 {
 	int rc = 0;
 
@@ -144,6 +144,8 @@ int replace_commit(struct replacement *r, struct res_error *err)
 		rc = res_fail(err, errno, 0, "cannot write the new %s: %s", r->path, strerror(errno));
 	if (rc == 0 && r->unnamed && name_temporary(r) < 0)
 		rc = res_fail(err, errno, 0, "cannot name the new %s: %s", r->path, strerror(errno));
+	if (rc == 0 && check)
+		rc = check(ctx, err);
 	if (rc == 0 && rename(r->tmp, r->path) < 0)
 		rc = res_fail(err, errno, 0, "cannot rename the new %s over it: %s", r->path, strerror(errno));
 	if (rc == 0) {
@@ -151,9 +153,15 @@ int replace_commit(struct replacement *r, struct res_error *err)
 		r->tmp = NULL;
 	}
 	if (rc == 0 && fsync(r->dir_fd) < 0)
-		rc = res_fail(err, errno, 0, "cannot flush the folder of %s: %s", r->path, strerror(errno));
+		rc = res_fail(err, errno, 0, "the new %s is in place, but its folder cannot be flushed (%s): "
+			      "a crash may bring the old one back", r->path, strerror(errno));
 	replace_abort(r);
 	return rc;
+}
+
+int replace_commit(struct replacement *r, struct res_error *err)
+{
+	return replace_commit_checked(r, NULL, NULL, err);
 }
 
 void replace_abort(struct replacement *r)

@@ -29,8 +29,18 @@ struct replacement {
 int replace_begin(struct replacement *r, const char *path, mode_t mode, struct res_error *err);
 
 /* Flushes what was written to r->fd and puts it in place: 0, or -1 with
- * err filled (the old file is then as it was).  Ends r either way. */
+ * err filled.  The old file is then as it was, unless only the flush of
+ * its folder failed: the new file is in place, but a crash may bring the
+ * old one back (the message says so).  Ends r either way. */
 int replace_commit(struct replacement *r, struct res_error *err);
+
+/* The caller's last check, made after the flush and right before the
+ * rename (a flush of a large file may take seconds): 0 to go on, or -1
+ * with err filled to leave the old file in place. */
+typedef int replace_check_fn(void *ctx, struct res_error *err);
+
+/* replace_commit, with check (when not NULL) made last. */
+int replace_commit_checked(struct replacement *r, replace_check_fn *check, void *ctx, struct res_error *err);
 
 /* Drops the new contents; the old file stays. */
 void replace_abort(struct replacement *r);

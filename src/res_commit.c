@@ -515,7 +515,9 @@ static int header_overlap(const struct res_pack_item *items, uint32_t n, struct 
  * appended to: another program that does not take the lock (a packer, a
  * copy over it) may have rewritten it meanwhile, and a header written now
  * would point into its bytes. */
-static int still_ours(const struct committer *c, const struct res_header *read, uint64_t end)
+/* Whether fd holds the header read and ends between lo and hi: 0 when it
+ * does, 1 when not, a negative errno when it cannot be told. */
+static int holds_header(int fd, const struct res_header *read, uint64_t lo, uint64_t hi)
 {
 	unsigned char now[RES_HEADER_SIZE], was[RES_HEADER_SIZE];
 	struct stat st;
@@ -523,10 +525,22 @@ static int still_ours(const struct committer *c, const struct res_header *read, 
 
 	res_header_encode(read, was);
 	do
-		got = pread(c->fd, now, sizeof now, 0);
+		got = pread(fd, now, sizeof now, 0);
 	while (got < 0 && errno == EINTR);
-	if (fstat(c->fd, &st) < 0 || got != (ssize_t)sizeof now || memcmp(now, was, sizeof now) != 0
-	    || (uint64_t)st.st_size != end)
+	if (got < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	return got != (ssize_t)sizeof now || memcmp(now, was, sizeof now) != 0 || (uint64_t)st.st_size < lo
+	       || (uint64_t)st.st_size > hi;
+}
+
+static int still_ours(const struct committer *c, const struct res_header *read, uint64_t end)
+{
+	int rc = holds_header(c->fd, read, end, end);
+
+	if (rc < 0)
+		return res_fail(c->err, -rc, 0, "cannot read the header back: %s; nothing was switched",
+				strerror(-rc));
+	if (rc > 0)
 		return res_fail(c->err, ESTALE, 0, "the file was changed by another program during the commit; "
 			    "nothing was switched (the old archive, or what the other program wrote, stays)");
 	return 0;
@@ -587,9 +601,14 @@ static int write_commit(const struct committer *c, struct edit *ed, uint64_t fil
 	if (rc == 0)
 		rc = still_named(c); /* what it appended, under our lock, is cut */
 	/* A failed write or flush (a full disk) before the header switch takes
-	 * back what it appended: nothing refers to it.  The fault hook is a
-	 * crash and cleans nothing; a failed header write may be partly done. */
-	if (rc < 0 && appending && c->err->code != ECANCELED && ftruncate(c->fd, (off_t)file_end) < 0) {
+	 * back what it appended: nothing refers to it.  Only from a file that
+	 * still holds the old header and no more than was appended: another
+	 * program that takes no lock may have written its own file meanwhile
+	 * (and filled the disk doing so).  The fault hook is a crash and
+	 * cleans nothing; a failed header write may be partly done. */
+	if (rc < 0 && appending && c->err->code != ECANCELED
+	    && holds_header(c->fd, &ed->tab.hdr, file_end, MAX(end, table_offset)) == 0
+	    && ftruncate(c->fd, (off_t)file_end) < 0) {
 		/* the old archive is intact all the same; the bytes stay dead */
 	}
 	if (rc == 0)
@@ -694,6 +713,35 @@ static int open_locked(const char *path, struct stat *st, struct res_error *err)
 	return -1;
 }
 
+/* What compaction read, under its lock, to check just before the rename:
+ * a program that takes no lock may have written the archive in place or
+ * renamed another file over its name meanwhile (a game updater), and the
+ * compacted copy of the old archive would replace its work. */
+struct compacted_from {
+	int fd;
+	const char *path;
+	struct stat st;
+};
+
+static int still_compacted_from(void *ctx, struct res_error *err)
+{
+	const struct compacted_from *f = ctx;
+	struct stat now, named;
+
+	if (fstat(f->fd, &now) < 0 || stat(f->path, &named) < 0)
+		return res_fail(err, errno, 0, "cannot check the archive again: %s; nothing was switched",
+				strerror(errno));
+	if (named.st_dev != f->st.st_dev || named.st_ino != f->st.st_ino)
+		return res_fail(err, ESTALE, 0, "another file took the archive's name during the compaction; "
+			    "nothing was switched");
+	if (now.st_size != f->st.st_size || now.st_mtim.tv_sec != f->st.st_mtim.tv_sec
+	    || now.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec || now.st_ctim.tv_sec != f->st.st_ctim.tv_sec
+	    || now.st_ctim.tv_nsec != f->st.st_ctim.tv_nsec)
+		return res_fail(err, ESTALE, 0, "the archive was changed by another program during the "
+			    "compaction; nothing was switched");
+	return 0;
+}
+
 /* Writes the rebuilt archive to fd. */
 static int write_compacted(int fd, struct edit *ed, struct res_error *err)
 {
@@ -731,9 +779,11 @@ int res_compact(const char *link_path, struct res_error *err)
 	} else {
 		/* edit_free after a failed edit_open too: it frees what that
 		 * made before it failed */
+		struct compacted_from from = { fd, path, st };
+
 		if (edit_open(&ed, &w, err) == 0 && replace_begin(&r, path, 0, err) == 0) {
 			if (write_compacted(r.fd, &ed, err) == 0)
-				rc = replace_commit(&r, err);
+				rc = replace_commit_checked(&r, still_compacted_from, &from, err);
 			else
 				replace_abort(&r);
 		}

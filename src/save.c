@@ -327,6 +327,8 @@ int save_archive(const char *file, const struct save_op *ops, size_t n,
 			rc = fail(err, errno, "cannot lock: %s", strerror(errno));
 		else if (fstat(fd, &st) < 0 || stat(file, &now) < 0 || st.st_dev != now.st_dev || st.st_ino != now.st_ino)
 			rc = fail(err, ESTALE, "replaced while waiting for the lock");
+		else if (!(st.st_mode & 0222)) /* root may open it to write: it is left alone, as the mount does */
+			rc = fail(err, EACCES, "the archive has no write permission bit; it is left as it is");
 		else
 			rc = save_locked(file, fd, ops, n, &held, err);
 		if (rc >= 0 && stamps) {

@@ -181,9 +181,43 @@ if command -v strace >/dev/null && strace -o /dev/null -e inject=flock:delay_ent
 	sleep 0.5; cp "$DEMO/quests.res" "$O/g3.res"; wait $!
 	check "a file rewritten by another program during a commit gets no header of it: the put starts again on what is there" \
 		sh -c "'$E' check '$O/g3.res' >/dev/null && '$E' ls '$O/g3.res' | grep -qx added.txt && '$E' ls '$O/g3.res' | grep -q z1q1.mq"
+	# a commit that fails (EIO) while another program rewrites the file:
+	# what it appended is cut back only from a file that is still ours
+	cp "$DEMO/texts.res" "$O/g4.res" && chmod u+w "$O/g4.res"
+	strace -o /dev/null -e trace=fdatasync -e inject=fdatasync:error=EIO:delay_enter=1500000:when=1 \
+		"$E" put "$O/g4.res/added.txt" "$O/new.txt" 2>"$O/g4.err" &
+	sleep 0.5; cp "$DEMO/textures.res" "$O/g4.res"; wait $!; rc=$?
+	check "a failed put leaves a file another program wrote meanwhile as it wrote it" \
+		eval '[ $rc -ne 0 ] && cmp -s "$O/g4.res" "$DEMO/textures.res"'
+	# a compaction while another program renames its file over the name, or
+	# writes the archive in place: the other program's file stays
+	for how in renamed written; do
+		cp "$DEMO/texts.res" "$O/c-$how.res" && chmod u+w "$O/c-$how.res"
+		printf x | "$E" put "$O/c-$how.res/dead space.txt" - && "$E" rm "$O/c-$how.res/dead space.txt"
+		strace -f -o /dev/null -e trace=fsync -e inject=fsync:delay_enter=1500000:when=1 \
+			"$E" compact "$O/c-$how.res" 2>"$O/c-$how.err" &
+		sleep 0.5
+		if [ $how = renamed ]; then
+			cp "$DEMO/textures.res" "$O/c-new.res" && mv "$O/c-new.res" "$O/c-$how.res"
+		else
+			cp "$DEMO/textures.res" "$O/c-$how.res"
+		fi
+		wait $!; rc=$?
+		what="wrote the archive in place"; [ $how = renamed ] && what="renamed another file over it"
+		check "a compaction refuses to switch when another program $what meanwhile" \
+			eval '[ $rc -ne 0 ] && cmp -s "$O/c-$how.res" "$DEMO/textures.res" && grep -q "nothing was switched" "$O/c-$how.err"'
+	done
+	check "... and leaves no temporary behind" sh -c "! ls -a '$O' | grep -q eifs-"
 else
 	echo "SKIP: strace with fault injection is not here: races with compactions and other writers not staged"
 fi
+# root too leaves an archive without write permission bits alone
+cp "$DEMO/texts.res" "$O/ro.res" && chmod 444 "$O/ro.res"
+sum=$(md5sum < "$O/ro.res")
+printf x | "$E" put "$O/ro.res/new.txt" - 2>"$O/ro.err"; rc1=$?
+"$E" rm "$O/ro.res/map.txt" 2>>"$O/ro.err"; rc2=$?
+check "put and rm leave an archive without write permission as it is (EACCES)" \
+	eval '[ $rc1 -eq 1 ] && [ $rc2 -eq 1 ] && [ "$(md5sum < "$O/ro.res")" = "$sum" ] && grep -q "ermission" "$O/ro.err"'
 # case duplicates: the name the tree shows (NAME~TAG) is the entry changed
 rawres "$O/dup.res" 'Q.TXT' upper 'q.txt' lower
 "$E" put "$O/dup.res/q.txt~a8c3568a" "$O/new.txt" 2>/dev/null
