@@ -223,7 +223,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct wb_plan *plan;
 	struct tree_node *pn;
 	GString *path = g_string_new(NULL);
-	int rc, fd = -1, into_made, tries = 0;
+	int rc, fd = -1, into_made, tries = 0, lookup_err = 0;
 
 	if (fs_is_status_name(fs, pin, name)) {
 		g_string_free(path, TRUE);
@@ -235,6 +235,13 @@ again:
 	pn = place_of(fs, pin, name, path, &anchor, &into_made);
 	if (!pn) {
 		rc = -ENOENT;
+	} else if (tree_lookup(fs->tree, pn, path->str, &lookup_err)) {
+		/* The kernel creates where it holds the name for missing (a
+		 * look a moment ago; a name in another case; a view whose
+		 * source came since): what is there is opened, never made
+		 * anew.  ESTALE has the kernel look the name up again, and
+		 * open what it finds with the program's flags. */
+		rc = fi->flags & O_EXCL ? -EEXIST : -ESTALE;
 	} else if (!fs->writable) {
 		rc = -EROFS;
 	} else if (is_folder(pn)) {
@@ -257,7 +264,7 @@ again:
 		create_scratch(req, fs, pin, name, fi);
 		return;
 	} else if (!(plan = wb_create(fs->tree, pn, path->str, (const unsigned char *)"", 0, (uint32_t)time(NULL),
-				      &err))
+				      1, &err))
 		   || !(unit = fs_unit_of(fs, anchor))) {
 		rc = -(err.code ? err.code : EIO);
 		wb_plan_free(plan);
@@ -270,8 +277,15 @@ again:
 			unit = NULL;
 			goto again;
 		}
-		if (rc < 0)
+		if (rc == -EEXIST) {
+			/* another program put the name in the archive since the
+			 * tree was read: read it again, for the kernel's look
+			 * (no wait for the notices: the kernel holds the folder) */
+			fs_refresh(fs, anchor, 0);
+			rc = fi->flags & O_EXCL ? -EEXIST : -ESTALE;
+		} else if (rc < 0) {
 			log_msg(LOG_ERR, "%s: cannot create: %s", name, err.msg);
+		}
 		tree_read_lock(fs->tree);
 	}
 	tree_read_unlock(fs->tree);
@@ -601,7 +615,7 @@ plan_again:
 	if (rc == 0 && (!npn || is_folder(npn)))
 		rc = npn ? -EXDEV : -ENOENT;
 	if (rc == 0 && !scratch) {
-		struct wb_plan *plan = wb_create(fs->tree, npn, path->str, s.data, s.len, (uint32_t)s.mtime, &err);
+		struct wb_plan *plan = wb_create(fs->tree, npn, path->str, s.data, s.len, (uint32_t)s.mtime, 0, &err);
 		struct inode *unit = plan ? fs_unit_of(fs, anchor) : NULL;
 		struct fs_move move = { in, npin, newname, 0 };
 

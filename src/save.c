@@ -213,6 +213,12 @@ static int change_of(struct work *w, const struct save_op *op, struct res_error 
 	GString *name = new_name(w), *to_name = NULL;
 	int rc = locate(w->tree, op->path, &tg);
 
+	/* a create on a stale look: another program made the name meanwhile
+	 * (a view of it: locate's ENOENT) */
+	if (op->must_be_new && tg.exists && (rc == 0 || rc == -ENOENT)) {
+		rc = fail(err, EEXIST, "%s: made meanwhile by another program", op->path);
+		goto out;
+	}
 	if (rc < 0) {
 		rc = fail(err, -rc, "%s: %s", op->path, strerror(-rc));
 		goto out;

@@ -22,6 +22,8 @@ struct save_op {
 	uint32_t mtime;            /* RES_PUT: the entry's timestamp */
 	int keep_same;             /* RES_PUT: res_change.keep_same */
 	int must_exist;            /* RES_PUT: replace only, ENOENT when the entry is gone */
+	int must_be_new;           /* RES_PUT: create only, EEXIST when an entry or view of
+				    * that name (in any ASCII case) is there */
 };
 
 /* The archive file as the lock found it and as the save left it: what

@@ -228,21 +228,24 @@ static char *child_path(struct tree_node *unit, struct tree_node *dir, const cha
 }
 
 struct wb_plan *wb_create(struct tree *t, struct tree_node *dir, const char *name,
-			  const unsigned char *data, size_t len, uint32_t mtime, struct res_error *err)
+			  const unsigned char *data, size_t len, uint32_t mtime, int only_new,
+			  struct res_error *err)
 {
 	int e = 0;
 	struct tree_node *there = tree_lookup(t, dir, name, &e);
 	struct wb_plan *p;
 
-	if (there && (there->kind == NODE_VIEW || there->kind == NODE_ENTRY))
+	if (there && (there->kind == NODE_VIEW || there->kind == NODE_ENTRY) && !only_new)
 		return wb_put(t, there, data, len, mtime, err);
 	if (there) {
-		res_fail(err, EISDIR, 0, "%s is a folder", name);
+		res_fail(err, tree_is_dir(there) ? EISDIR : EEXIST, 0, "%s is there", name);
 		return NULL;
 	}
 	p = archive_plan(dir, err);
-	if (p)
+	if (p) {
 		add_op(p, RES_PUT, own(p, child_path(tree_unit(dir), dir, name)), NULL, data, len, mtime);
+		g_array_index(p->ops, struct save_op, p->ops->len - 1).must_be_new = only_new;
+	}
 	return p;
 }
 

@@ -30,9 +30,12 @@ struct wb_plan *wb_put(struct tree *t, struct tree_node *n, const unsigned char 
 		       uint32_t mtime, struct res_error *err);
 
 /* name in dir (an archive or a folder inside one) gets these contents:
- * a new entry, or the entry or editable view of that name. */
+ * a new entry, or the entry or editable view of that name.  With only_new,
+ * a name that is there (or is there by the time the save looks, another
+ * program's) is refused with EEXIST. */
 struct wb_plan *wb_create(struct tree *t, struct tree_node *dir, const char *name,
-			  const unsigned char *data, size_t len, uint32_t mtime, struct res_error *err);
+			  const unsigned char *data, size_t len, uint32_t mtime, int only_new,
+			  struct res_error *err);
 
 /* Entry n is deleted. */
 struct wb_plan *wb_delete(struct tree *t, struct tree_node *n, struct res_error *err);

@@ -638,6 +638,25 @@ Test(tree, reload_after_a_save_shows_the_new_state)
 	cr_assert_null(tree_resolve(t, tree_root(t), "outer.res/x.txt", &e));
 	cr_assert_eq(e, ENOENT);
 
+	/* a create (must_be_new) never replaces what is there, in any case */
+	{
+		struct save_op create_op = { .op = RES_PUT, .path = "Y.TXT", .data = (const unsigned char *)"",
+					     .len = 0, .mtime = 50, .must_be_new = 1 };
+
+		cr_assert_eq(save_archive(path, &create_op, 1, NULL, &err, NULL), -1);
+		cr_assert_eq(err.code, EEXIST, "%s", err.msg);
+		create_op.path = "inner.mq/q.ini"; /* a view of the REG there */
+		cr_assert_eq(save_archive(path, &create_op, 1, NULL, &err, NULL), -1);
+		cr_assert_eq(err.code, EEXIST, "%s", err.msg);
+		create_op.path = "z.txt";
+		cr_assert_eq(save_archive(path, &create_op, 1, NULL, &err, NULL), 0, "%s", err.msg);
+		tree_write_lock(t);
+		tree_reload(t, a, 1, NULL);
+		tree_write_unlock(t);
+		expect_contents(t, at(t, "outer.res/y.txt"), "outer");
+		expect_contents(t, at(t, "outer.res/z.txt"), "");
+	}
+
 	/* a read-only archive shows read-only, even to root */
 	cr_assert_eq(chmod(path, 0444), 0);
 	tree_write_lock(t);

@@ -165,6 +165,35 @@ check "mv between two archive files still works (copy and delete)" eval '[ -f "$
 mkdir "$M/newfolder" && printf 'loose' > "$M/newfolder/file.txt"
 check "folders and loose files of the game folder pass through" [ "$(cat "$G/newfolder/file.txt")" = loose ]
 
+# The kernel creates where it holds a name for missing (a look a moment
+# ago); what is there by then is opened, with the program's flags, never
+# made anew empty.
+ls "$M/texts.res/CASE.TXT" 2>/dev/null
+printf 'important\n' > "$M/texts.res/case.txt"
+printf 'more\n' >> "$M/texts.res/CASE.TXT"
+check "an append through another case of a name looked up as missing keeps the file" \
+	holds texts.res/case.txt 'important
+more
+'
+ls "$M/texts.res/n.ini" 2>/dev/null
+cp "$G/config.reg" "$M/texts.res/n.reg"
+printf '[Extra]\nK=1\n' >> "$M/texts.res/n.ini"
+check "an append to a view looked up as missing before its source came keeps the source's keys" \
+	eval '[ "$(ini_key texts.res/n.reg K)" = 1 ] && [ "$(ini_key texts.res/n.reg BackstabMult)" = 0.25 ]'
+ls "$M/texts.res/ext.txt" 2>/dev/null
+printf 'theirs\n' | "$E" put "$G/texts.res/ext.txt" -
+printf 'appended\n' >> "$M/texts.res/ext.txt"
+check "an append to a name another program put in the archive since it was looked up as missing" \
+	holds texts.res/ext.txt 'theirs
+appended
+'
+ls "$M/texts.res/EXCL.TXT" 2>/dev/null
+printf 'x' > "$M/texts.res/excl.txt"
+check "O_EXCL on such a name fails with EEXIST" \
+	fails_with 'File exists' python3 -c 'import os, sys; os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY)' "$M/texts.res/EXCL.TXT"
+rm -f "$M/texts.res/case.txt" "$M/texts.res/n.reg" "$M/texts.res/ext.txt" "$M/texts.res/excl.txt"
+check "... the archive checks clean" clean texts.res
+
 # ---- INI views --------------------------------------------------------------------------
 # (by their mode bits: test -w is true for root whatever they say)
 mode_bits() { echo $(( 0$(stat -c %a "$M/$1") & $2 )); }
