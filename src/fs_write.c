@@ -296,7 +296,7 @@ struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node 
 				edit_unref(e);
 				return NULL;
 			}
-			if (truncate || n->kind == NODE_VIEW)
+			if (!truncate && n->kind == NODE_VIEW)
 				set_base(fs, e, n);
 			fresh = 1;
 		}
@@ -314,6 +314,11 @@ struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node 
 		edit_stat(e, &st);
 		if (st.st_size || tree_file_size(fs->tree, n) != 0)
 			edit_truncate(e, 0);
+		/* what the open writes replaces whatever the source holds
+		 * now (also where it joins another open's edit: a text whose
+		 * save was refused, as the source changed meanwhile, is saved
+		 * over that change only so, deliberately) */
+		set_base(fs, e, n);
 	}
 	return e;
 }
@@ -474,6 +479,7 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 	struct edit_snapshot s;
 	struct identity id;
 	struct fs_written written = { 0 };
+	struct edit_digest base;
 	struct wb_plan *plan;
 	struct tree_node *n;
 	struct inode *unit;
@@ -525,6 +531,8 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 			break;
 		}
 		fs_written_of(plan, &written);
+		if (edit_base(e, &base))
+			wb_plan_expect(plan, base.sha256);
 		/* planned anew where another save (a rename of its folder)
 		 * went first; after a few, as planned, rather than never */
 		rc = fs_run_fresh_plan(fs, plan, unit, NULL, &err, tries);

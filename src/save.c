@@ -179,7 +179,51 @@ static int stored_name(const struct tree_node *a, const char *rel, const struct 
 	return rc;
 }
 
+static void sha256_of(const unsigned char *data, size_t len, unsigned char out[32])
+{
+	GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+	gsize n = 32;
+
+	g_checksum_update(sum, data, (gssize)len);
+	g_checksum_get_digest(sum, out, &n);
+	g_checksum_free(sum);
+}
+
+/* Whether node's bytes, in the tree read under the lock, are what the
+ * writer's copy began from (expect) or already the new ones: a copy taken
+ * before another change (through another name of it, such as its INI
+ * view, or by another program) would undo that change. */
+static int as_expected(struct tree *t, struct tree_node *node, const struct save_op *op, struct res_error *err)
+{
+	uint64_t size = node ? tree_file_size(t, node) : 0;
+	unsigned char *buf, now[32];
+	ssize_t got;
+	int same;
+
+	if (!node)
+		return fail(err, ESTALE, "%s: removed since it was opened for writing; not saved again", op->path);
+	buf = g_try_malloc(size + 1);
+	if (!buf)
+		return fail(err, ENOMEM, "%s: no memory to compare its %llu bytes", op->path, (unsigned long long)size);
+	got = tree_read(t, node, buf, size + 1, 0);
+	if (got == (ssize_t)size)
+		sha256_of(buf, size, now);
+	same = got == (ssize_t)size && (memcmp(now, op->expect_sha256, sizeof now) == 0
+					|| (size == op->len && memcmp(buf, op->data, size) == 0));
+	g_free(buf);
+	if (got < 0)
+		return fail(err, (int)-got, "%s: cannot read it to compare: %s", op->path, strerror((int)-got));
+	if (!same)
+		return fail(err, ESTALE, "%s: changed since it was opened for writing (through another name of it, "
+			    "such as its INI view, or by another program); not saved, so as not to undo that change",
+			    op->path);
+	return 0;
+}
+
 /* ---- one save, on the locked archive file --------------------------------- */
+
+/* A failure that a new try on the file read again would meet again. */
+enum { SAVE_FINAL = -2 };
 
 /* What a save holds while it works: the changes of the innermost archive,
  * then of each one around it, and the bytes and names they point at. */
@@ -225,6 +269,10 @@ static int change_of(struct work *w, const struct save_op *op, struct res_error 
 	}
 	if ((op->op != RES_PUT || op->must_exist) && !tg.exists) {
 		rc = fail(err, ENOENT, "%s: %s", op->path, strerror(ENOENT));
+		goto out;
+	}
+	if (op->op == RES_PUT && op->expect_sha256 && as_expected(w->tree, tg.node, op, err) < 0) {
+		rc = SAVE_FINAL; /* its ESTALE is no reason to read the file again */
 		goto out;
 	}
 	if (op->op == RES_RENAME && (rc = locate(w->tree, op->to, &to)) < 0) {
@@ -342,8 +390,8 @@ int save_archive(const char *file, const struct save_op *ops, size_t n,
 			stamps->known = fstat(fd, &stamps->after) == 0;
 		}
 		close(fd);
-		if (rc >= 0 || err->code != ESTALE)
-			return rc;
+		if (rc >= 0 || err->code != ESTALE || rc == SAVE_FINAL)
+			return rc < 0 ? -1 : rc;
 	}
 	return fail(err, ESTALE, "the archive keeps being replaced");
 }

@@ -24,6 +24,10 @@ struct save_op {
 	int must_exist;            /* RES_PUT: replace only, ENOENT when the entry is gone */
 	int must_be_new;           /* RES_PUT: create only, EEXIST when an entry or view of
 				    * that name (in any ASCII case) is there */
+	const unsigned char *expect_sha256; /* RES_PUT, when not NULL: the entry must hold
+				    * bytes of this SHA-256 (what the writer's copy began
+				    * from) or already the new ones; ESTALE when another
+				    * change came since, or the entry went */
 };
 
 /* The archive file as the lock found it and as the save left it: what
@@ -41,6 +45,7 @@ struct save_stamps {
  * is followed.  opt may be NULL.  Returns 0, 1 when the archive already
  * was so (nothing written), or -1 with err: ENOENT (no such entry),
  * EISDIR, ENOTDIR, EXDEV, EILSEQ (a name without a cp1251 form), EINVAL,
+ * EEXIST (must_be_new), ESTALE (expect_sha256),
  * or what reading and writing the file gave.  stamps, when not NULL, gets
  * the file's stamps before and after, taken under the lock. */
 int save_archive(const char *file, const struct save_op *ops, size_t n,

@@ -22,6 +22,8 @@ struct wb_plan {
 	GPtrArray *owned;     /* what the ops point at */
 	GByteArray *data;     /* replace: the new contents */
 	int unchanged;        /* nothing to do */
+	unsigned char expect[32]; /* wb_plan_expect's SHA-256, when has_expect */
+	int has_expect;
 };
 
 static struct wb_plan *plan_new(void)
@@ -55,6 +57,53 @@ const unsigned char *wb_plan_view_bytes(const struct wb_plan *p, size_t *len)
 {
 	*len = p->data ? p->data->len : 0;
 	return p->data ? p->data->data : NULL;
+}
+
+void wb_plan_expect(struct wb_plan *p, const unsigned char sha256[32])
+{
+	memcpy(p->expect, sha256, sizeof p->expect);
+	p->has_expect = 1;
+	for (guint i = 0; i < p->ops->len; i++) {
+		struct save_op *o = &g_array_index(p->ops, struct save_op, i);
+
+		if (o->op == RES_PUT)
+			o->expect_sha256 = p->expect;
+	}
+}
+
+/* A loose file's check of wb_plan_expect, right before it is replaced
+ * (no lock guards it: other programs may write it at any time). */
+static int loose_as_expected(const struct wb_plan *p, struct res_error *err)
+{
+	gchar *now = NULL;
+	gsize len = 0;
+	GError *gerr = NULL;
+	int same;
+
+	if (!g_file_get_contents(p->file, &now, &len, &gerr)) {
+		int code = gerr->domain == G_FILE_ERROR && gerr->code == G_FILE_ERROR_NOENT ? ESTALE : EIO;
+
+		res_fail(err, code, 0, "%s: cannot read it to compare: %s", p->file, gerr->message);
+		g_error_free(gerr);
+		return -1;
+	}
+	same = len == p->data->len && memcmp(now, p->data->data, len) == 0;
+	if (!same) {
+		GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+		unsigned char d[32];
+		gsize n = sizeof d;
+
+		g_checksum_update(sum, (const guchar *)now, (gssize)len);
+		g_checksum_get_digest(sum, d, &n);
+		g_checksum_free(sum);
+		same = memcmp(d, p->expect, sizeof d) == 0;
+	}
+	g_free(now);
+	if (!same)
+		return res_fail(err, ESTALE, 0, "%s: changed since it was opened for writing (through another name "
+				"of it, such as its INI view, or by another program); not saved, so as not to undo "
+				"that change", p->file);
+	return 0;
 }
 
 static struct wb_plan *refuse(struct wb_plan *p)
@@ -405,7 +454,9 @@ int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_e
 
 	if (p->unchanged)
 		return 1;
-	if (p->replace)
+	if (p->replace && p->has_expect && loose_as_expected(p, err) < 0)
+		rc = -1;
+	else if (p->replace)
 		rc = wb_replace_file(p->file, p->data->data, p->data->len, err);
 	else
 		rc = save_archive(p->file, (const struct save_op *)(void *)p->ops->data, p->ops->len, opt, err,

@@ -56,6 +56,12 @@ int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_e
 
 void wb_plan_free(struct wb_plan *p);
 
+/* The plan saves only over bytes of this SHA-256 (what the writer's copy
+ * began from) or the very bytes it writes: else it fails with ESTALE,
+ * rather than undo a change made since through another name or by
+ * another program. */
+void wb_plan_expect(struct wb_plan *p, const unsigned char sha256[32]);
+
 /* The file the plan writes (an archive file, or a loose file). */
 const char *wb_plan_file(const struct wb_plan *p);
 

@@ -657,6 +657,35 @@ Test(tree, reload_after_a_save_shows_the_new_state)
 		expect_contents(t, at(t, "outer.res/z.txt"), "");
 	}
 
+	/* a put over bytes that are not what the writer's copy began from */
+	{
+		unsigned char was[32];
+		gsize n = sizeof was;
+		GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+		struct save_op over = { .op = RES_PUT, .path = "y.txt", .data = (const unsigned char *)"mine",
+					.len = 4, .mtime = 60, .expect_sha256 = was };
+
+		g_checksum_update(sum, (const guchar *)"before", 6);
+		g_checksum_get_digest(sum, was, &n);
+		cr_assert_eq(save_archive(path, &over, 1, NULL, &err, NULL), -1);
+		cr_assert_eq(err.code, ESTALE, "%s", err.msg);
+		cr_assert(strstr(err.msg, "changed since it was opened"), "%s", err.msg);
+		g_checksum_reset(sum);
+		g_checksum_update(sum, (const guchar *)"outer", 5);
+		n = sizeof was;
+		g_checksum_get_digest(sum, was, &n);
+		cr_assert_eq(save_archive(path, &over, 1, NULL, &err, NULL), 0, "%s", err.msg);
+		cr_assert_eq(save_archive(path, &over, 1, NULL, &err, NULL), 1, "the new bytes already: %s", err.msg);
+		over.path = "gone.txt";
+		cr_assert_eq(save_archive(path, &over, 1, NULL, &err, NULL), -1);
+		cr_assert_eq(err.code, ESTALE, "an entry removed since: %s", err.msg);
+		g_checksum_free(sum);
+		tree_write_lock(t);
+		tree_reload(t, a, 1, NULL);
+		tree_write_unlock(t);
+		expect_contents(t, at(t, "outer.res/y.txt"), "mine");
+	}
+
 	/* a read-only archive shows read-only, even to root */
 	cr_assert_eq(chmod(path, 0444), 0);
 	tree_write_lock(t);

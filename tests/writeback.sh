@@ -261,6 +261,30 @@ check "the REG size follows too" [ "$(stat -c %s "$M/$Q/quest.reg")" -eq "$("$E"
 cp "$WORK/saved.reg" "$M/$Q/quest.reg"
 check "a raw REG write shows in its INI view (once cp's release is in)" soon eval 'grep -qx '\''exp=4321'\'' "$M/$Q/quest.ini" && [ "$(stat -c %s "$M/$Q/quest.ini")" -eq "$(wc -c < "$M/$Q/quest.ini")" ]'
 
+# ---- two names of one entry (a REG and its INI view) written at once ---------------------
+# A copy taken by an open before the other name's save must not undo that
+# save; an open that truncates (a whole new text) saves over it.
+python3 - "$M/$Q" > "$WORK/conflict.out" 2>&1 <<'PY'
+import errno, os, subprocess, sys
+d = sys.argv[1]
+fd = os.open(d + "/quest.reg", os.O_RDWR)
+head = os.pread(fd, 4, 0)
+subprocess.run(["sed", "-i", "s/^exp=.*/exp=5555/", d + "/quest.ini"], check=True)
+os.pwrite(fd, head, 0)
+try:
+    os.close(fd)
+    print("closed")
+except OSError as e:
+    print("close:", errno.errorcode[e.errno])
+PY
+check "a REG opened before its INI view was saved does not undo that save (its close: ESTALE)" \
+	eval 'grep -qx "close: ESTALE" "$WORK/conflict.out" && [ "$(ini_key "$Q/quest.reg" exp)" = 5555 ]'
+check "... the status file names it and says why" grep -q "^$Q/quest.reg	Stale file handle	.*changed since it was opened" "$M/.eifs-status"
+cat "$WORK/saved.reg" > "$M/$Q/quest.reg"
+check "... a truncating open saves a whole text over the change, deliberately" \
+	eval '[ "$(ini_key "$Q/quest.reg" exp)" = 4321 ] && [ ! -s "$M/.eifs-status" ]'
+check "... and the archive checks clean" clean quests.res
+
 # ---- bad INI: the save fails, the archive is untouched, the text stays -----------------
 sum=$(md5sum < "$G/quests.res")
 printf '[quest]\nexp=12\n[broken\n' > "$WORK/bad.ini"
