@@ -901,14 +901,13 @@ static void fill_entry(struct tree_node *n, struct tree_node *archive, struct ar
  * one of two case variants) becomes "name~TAG", TAG from the stored bytes
  * that make it (names_tag: the whole name of a file, a folder's up to its
  * end), and if that is taken too, "name~TAG~SLOT". */
-static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tree_node *parent,
-				   const char *name, size_t len, uint32_t slot, const char *stored,
-				   size_t stored_len, struct build_log *bl)
+static struct tree_node *add_child_as(struct tree_dir *d, struct tree_node *parent, const char *name,
+				      size_t len, uint32_t hash, int taken_already, uint32_t slot,
+				      const char *stored, size_t stored_len, struct build_log *bl)
 {
 	struct tree_node *n = dir_next_child(d);
-	uint32_t hash = name_hash_len(d, name, len);
 
-	if (!dir_find_len(d, name, len, hash)) {
+	if (!taken_already) {
 		node_init_len(d, n, parent, name, len);
 	} else {
 		char *taken = g_strndup(name, len);
@@ -932,6 +931,48 @@ static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tr
 	}
 	dir_index_add(d, d->count++, hash);
 	return n;
+}
+
+static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tree_node *parent,
+				   const char *name, size_t len, uint32_t slot, const char *stored,
+				   size_t stored_len, struct build_log *bl)
+{
+	uint32_t hash = name_hash_len(d, name, len);
+
+	return add_child_as(d, parent, name, len, hash, dir_find_len(d, name, len, hash) != NULL, slot, stored,
+			    stored_len, bl);
+}
+
+/* The file already shown under comp (ASCII case-insensitively) when the
+ * game's lookup finds entry i, not it: i takes the name.  Saves keep the
+ * entry the game finds in front of its case variants (res_write's
+ * hidden), so the name stays with it however they renumber the table;
+ * table order alone would hand it to another variant after a save. */
+static struct tree_node *name_taken_from(struct tree_node *there, const struct res_table *tab, uint32_t i)
+{
+	if (!there || (there->kind != NODE_ENTRY && there->kind != NODE_ARCHIVE) || there->dir)
+		return NULL;
+	return res_lookup(tab, res_entry_name(tab, i), tab->entries[i].name_len) == (int64_t)i ? there : NULL;
+}
+
+/* Entry i takes the name of the file there (name_taken_from); that file's
+ * entry gets a name of its own, as it would had it come second. */
+static void take_name(struct tree *t, struct tree_dir *d, struct tree_node *dir, struct tree_node *archive,
+		      struct archive_table *at, struct tree_node *there, uint32_t i, const char *comp, size_t len,
+		      struct build_log *bl)
+{
+	const struct res_table *tab = &at->tab;
+	uint32_t was = there->slot, at_index = (uint32_t)(there - d->child);
+	const struct res_entry *we = &tab->entries[was];
+	char *shown = g_strdup(there->name);
+	struct tree_node *c = add_child(t, d, dir, shown, strlen(shown), was, tab->names + we->name_off,
+					we->name_len, bl);
+
+	fill_entry(c, archive, at, was, bl);
+	there = &d->child[at_index]; /* the room may have moved */
+	node_init_len(d, there, dir, comp, len);
+	fill_entry(there, archive, at, i, bl);
+	g_free(shown);
 }
 
 /* The next component of member m's stored name: sets comp and len to its
@@ -1102,8 +1143,16 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			continue;
 		}
 		if (next_component(tab, &m[k], scratch, &comp, &len, &next_at)) {
-			c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, e->name_len, &bl);
-			fill_entry(c, archive, at, m[k].entry, &bl);
+			uint32_t hash = name_hash_len(d, comp, len);
+			struct tree_node *there = dir_find_len(d, comp, len, hash);
+
+			if (name_taken_from(there, tab, m[k].entry)) {
+				take_name(t, d, dir, archive, at, there, m[k].entry, comp, len, &bl);
+			} else {
+				c = add_child_as(d, dir, comp, len, hash, there != NULL, m[k].entry,
+						 tab->names + e->name_off, e->name_len, &bl);
+				fill_entry(c, archive, at, m[k].entry, &bl);
+			}
 			log_rewritten_name(&bl, m[k].entry, tab->names + e->name_off, e->name_len);
 			dest[k] = 0;
 			continue;

@@ -220,13 +220,23 @@ check "put and rm leave an archive without write permission as it is (EACCES)" \
 	eval '[ $rc1 -eq 1 ] && [ $rc2 -eq 1 ] && [ "$(md5sum < "$O/ro.res")" = "$sum" ] && grep -q "ermission" "$O/ro.err"'
 # case duplicates: the name the tree shows (NAME~TAG) is the entry changed
 rawres "$O/dup.res" 'Q.TXT' upper 'q.txt' lower
-"$E" put "$O/dup.res/q.txt~a8c3568a" "$O/new.txt" 2>/dev/null
+"$E" put "$O/dup.res/Q.TXT~780dbd4a" "$O/new.txt" 2>/dev/null
 "$E" ls "$O/dup.res" 2>/dev/null > "$O/dup.ls"
 for f in $(cat "$O/dup.ls"); do "$E" cat "$O/dup.res/$f" 2>/dev/null; echo; done > "$O/dup.cat"
-check "a put to a case duplicate's shown name changes that entry and adds none" eval '[ "$(wc -l < "$O/dup.ls")" -eq 2 ] && grep -qx NEW "$O/dup.cat" && grep -qx upper "$O/dup.cat"'
+check "a put to a case duplicate's shown name changes that entry and adds none" eval '[ "$(wc -l < "$O/dup.ls")" -eq 2 ] && grep -qx NEW "$O/dup.cat" && grep -qx lower "$O/dup.cat"'
 printf x | "$E" put "$O/dup.res/a new entry before both" -
 check "... and its shown name stays through saves that rebuild the table" \
-	eval '"$E" ls "$O/dup.res" 2>/dev/null | grep -qx "q.txt~a8c3568a" && [ "$("$E" cat "$O/dup.res/q.txt~a8c3568a" 2>/dev/null)" = NEW ]'
+	eval '"$E" ls "$O/dup.res" 2>/dev/null | grep -qx "Q.TXT~780dbd4a" && [ "$("$E" cat "$O/dup.res/Q.TXT~780dbd4a" 2>/dev/null)" = NEW ]'
+# the plain name goes to the variant the game finds (here the last in the
+# table, at its hash slot), not the first: saves put that one in front, and
+# names that followed the table order swapped at the first save
+rawres "$O/flip.res" 'Foo.txt' mixed 'z.txt' zz 'FOO.txt' upper
+shown() { for f in $("$E" ls "$1" 2>/dev/null); do printf '%s=%s\n' "$f" "$("$E" cat "$1/$f" 2>/dev/null)"; done; }
+shown "$O/flip.res" > "$O/flip.before"
+printf x | "$E" put "$O/flip.res/new.txt" -
+shown "$O/flip.res" | grep -v '^new.txt=' > "$O/flip.after"
+check "the plain name of case variants is the one the game finds" grep -qx 'FOO.txt=upper' "$O/flip.before"
+check "... and every name shows the same entry after a save that rebuilt the table" cmp -s "$O/flip.before" "$O/flip.after"
 # two entries of one exact name: a change could hit either, so none is made
 rawres "$O/same.res" 'dup' first 'dup' second 'other' third
 sum=$(md5sum < "$O/same.res")
