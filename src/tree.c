@@ -31,6 +31,8 @@ struct tree {
 	uint32_t epochs;        /* the last tree_source.epoch given out */
 	GHashTable *file_epochs; /* struct file_epoch: the epoch of each archive file seen */
 	uint64_t nodes;
+	uint64_t copy_nodes;    /* nodes of directories in copies (COPY_NODES_MAX) */
+	uint64_t copy_nodes_max;
 	int writable;
 	void (*before_wait)(void); /* see tree_before_wait */
 	uid_t uid;              /* owner of SRC, shown as every node's owner */
@@ -38,6 +40,20 @@ struct tree {
 };
 
 /* ---- small helpers ------------------------------------------------------ */
+
+/* Directories that lie in a copy of another entry's archive (via_copy)
+ * show the same bytes again: 1000 entries sharing one window of a
+ * 3000-entry archive are 3 million files of a 116 KB file, and a
+ * megabyte of them would take all memory.  Their nodes, all copies
+ * together, stay under this; a copy's directory past it fails to list,
+ * with EIO and a log line, until others are freed. */
+enum { COPY_NODES_MAX = 1 << 18 };
+
+/* Whether the directory of n counts against COPY_NODES_MAX. */
+static int in_copy(const struct tree_node *n)
+{
+	return (n->kind == NODE_ARCHIVE || n->kind == NODE_VDIR) && n->via_copy;
+}
 
 static uint64_t node_ino(uint64_t parent_ino, const char *name)
 {
@@ -344,6 +360,8 @@ static void dir_free(struct tree *t, struct tree_dir *d)
 			close(n->plain_fd);
 		else if (n->kind == NODE_VDIR && n->pending)
 			pending_dir_free(n->pending);
+		if (tree_is_dir(n) && in_copy(n) && n->dir)
+			__atomic_sub_fetch(&t->copy_nodes, MIN(t->copy_nodes, n->dir->count), __ATOMIC_RELAXED);
 		if (tree_is_dir(n))
 			dir_free(t, n->dir);
 		/* a top-level archive opened its file; nested ones share it */
@@ -1042,6 +1060,7 @@ static struct pending_dir *new_vdir(struct tree_node *c, struct archive_table *a
 	struct pending_dir *p = g_new0(struct pending_dir, 1);
 
 	c->kind = NODE_VDIR;
+	c->via_copy = archive->via_copy;
 	c->src = archive->src;
 	c->mtime = archive->mtime;
 	c->mode = dir_mode(archive->mode, archive->src->writable);
@@ -1308,6 +1327,18 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 
 /* ---- the public face ---------------------------------------------------- */
 
+static int copies_too_many(struct tree_node *n, uint64_t max)
+{
+	const struct tree_node *a = n->kind == NODE_VDIR && n->pending ? n->pending->archive : n;
+	char *what = tree_path(n);
+
+	log_msg(LOG_ERR, "%s: not listed: the copies of archives that share their bytes with other entries "
+		"already show %llu files and folders; this one lies in such a copy (archive at offset %llu)",
+		what, (unsigned long long)max, (unsigned long long)a->offset);
+	g_free(what);
+	return -EIO;
+}
+
 int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **out)
 {
 	struct tree_dir *d = __atomic_load_n(&n->dir, __ATOMIC_ACQUIRE);
@@ -1321,10 +1352,14 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
 		pthread_mutex_lock(&t->lock);
 		d = n->dir;
 		if (!d) {
-			int rc = n->kind == NODE_FOLDER ? load_folder(t, n, &d)
+			int rc = in_copy(n) && __atomic_load_n(&t->copy_nodes, __ATOMIC_RELAXED) >= t->copy_nodes_max
+				 ? copies_too_many(n, t->copy_nodes_max)
+				 : n->kind == NODE_FOLDER ? load_folder(t, n, &d)
 				 : n->kind == NODE_VDIR ? load_vdir(t, n, &d)
 				 : load_archive(t, n, &d);
 
+			if (rc == 0 && in_copy(n))
+				__atomic_add_fetch(&t->copy_nodes, d->count, __ATOMIC_RELAXED);
 			if (rc < 0) {
 				d = dir_new(t, 0);
 				d->error = -rc;
@@ -1606,6 +1641,7 @@ static struct tree *tree_new(const char *path, int writable)
 	pthread_rwlockattr_destroy(&attr);
 	t->root.name = t->root_name;
 	t->root.ino = 1;
+	t->copy_nodes_max = COPY_NODES_MAX;
 	return t;
 }
 
@@ -1674,6 +1710,11 @@ struct tree *tree_open(const char *path, int *err)
 struct tree *tree_open_rw(const char *path, int *err)
 {
 	return open_tree(path, 1, err);
+}
+
+void tree_limit_copies(struct tree *t, uint64_t max)
+{
+	t->copy_nodes_max = max;
 }
 
 int tree_is_writable(const struct tree *t)

@@ -103,6 +103,11 @@ enum { TREE_MAX_DEPTH = 16 };
 /* Opens SRC (a folder or one archive) and parses the tables of the archives
  * at its top level.  Returns NULL with *err (an errno) after logging why. */
 struct tree *tree_open(const char *path, int *err);
+
+/* Tests: the nodes that copies of archives sharing their bytes with other
+ * entries may show, all together (default 1 << 18); a directory in such a
+ * copy past it fails to list with EIO. */
+void tree_limit_copies(struct tree *t, uint64_t max);
 void tree_free(struct tree *t);
 
 /* The same for a mount that may change what it serves: it shows the

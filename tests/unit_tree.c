@@ -894,3 +894,63 @@ Test(tree, case_duplicates_in_a_scattered_directory_keep_table_order)
 	tree_free(t);
 	g_free(path);
 }
+
+/* Entries sharing the bytes of one nested archive (a packer's dedup) are
+ * each a directory; all of them together show at most so many nodes,
+ * the rest fail to list (EIO), and a reload gives their room back. */
+Test(tree, copies_of_a_nested_archive_show_a_bounded_number_of_nodes)
+{
+	enum { COPIES = 40, INNER = 100 };
+	struct h_file inner_files[INNER];
+	struct h_item copies[COPIES];
+	char names[INNER][16], copy_names[COPIES][16];
+	GByteArray *inner;
+	struct tree *t;
+	char *path;
+	int listed = 0, refused = 0;
+
+	for (int i = 0; i < INNER; i++) {
+		snprintf(names[i], sizeof names[i], "e%03d.txt", i);
+		inner_files[i] = (struct h_file){ names[i], (const unsigned char *)"x", 1, -1, 0 };
+	}
+	inner = h_archive(inner_files, INNER);
+	for (int i = 0; i < COPIES; i++) {
+		snprintf(copy_names[i], sizeof copy_names[i], "c%02d.res", i);
+		copies[i] = (struct h_item){ copy_names[i], inner->data, inner->len, 0 };
+	}
+	{
+		struct res_error err = { 0 };
+		GByteArray *outer = h_pack(copies, COPIES, 1, 1, &err);
+
+		cr_assert_not_null(outer, "%s", err.msg);
+		cr_assert_lt(outer->len, 2 * inner->len + 2048, "the copies share one window");
+		path = put("copies.res", outer);
+	}
+	t = open_tree(path);
+	tree_limit_copies(t, 10 * INNER);
+	for (int round = 0; round < 2; round++) {
+		listed = refused = 0;
+		for (int i = 0; i < COPIES; i++) {
+			struct tree_node *c = child(t, tree_root(t), copy_names[i]);
+			const struct tree_dir *d;
+			int rc;
+
+			cr_assert_eq(c->kind, NODE_ARCHIVE, "%s is a directory", copy_names[i]);
+			rc = tree_children(t, c, &d);
+			if (rc == 0)
+				listed++;
+			else if (rc == -EIO)
+				refused++;
+			else
+				cr_assert_fail("%s: %s", copy_names[i], strerror(-rc));
+		}
+		cr_assert_eq(listed, 11, "the first and ten copies (round %d)", round);
+		cr_assert_eq(refused, COPIES - 11);
+		tree_write_lock(t);
+		tree_reload(t, tree_root(t), 1, NULL);
+		tree_write_unlock(t);
+	}
+	tree_free(t);
+	g_byte_array_unref(inner);
+	g_free(path);
+}
