@@ -98,6 +98,8 @@ struct handle {
 	int read_open;             /* counted by inode_opened, until release */
 	int own_bytes;             /* opened in a replacement's place: reads give
 				    * the bytes kept above, past the page cache */
+	uint64_t size_max;         /* an edit: writes past it fail with EFBIG
+				    * (fs_size_max; 0: an entry's) */
 	struct handle *prev, *next; /* fs->opens */
 };
 

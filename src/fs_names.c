@@ -148,6 +148,7 @@ static void reply_new(fuse_req_t req, struct fs *fs, struct inode *pin, const ch
 	if (fd < 0) {
 		h->edit = fs_start_writing(fs, in, n, 1, &err);
 		h->truncated = 1;
+		h->size_max = fs_size_max(n);
 		if (!h->edit) { /* no memory for its text: every write would fail */
 			tree_read_unlock(fs->tree);
 			fs_handle_free(fs, h);

@@ -587,6 +587,16 @@ static int open_plain(struct fs *fs, struct tree_node *n, int flags)
 	return rc;
 }
 
+uint64_t fs_size_max(const struct tree_node *n)
+{
+	return n && n->kind == NODE_VIEW ? VIEW_MAX_TEXT_SOURCE : UINT32_MAX;
+}
+
+static uint64_t handle_size_max(const struct handle *h)
+{
+	return h->size_max ? h->size_max : UINT32_MAX;
+}
+
 void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_node *n,
 		   struct fuse_file_info *fi)
 {
@@ -608,6 +618,7 @@ void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_
 			h = fs_new_handle(fs, in);
 			h->edit = e;
 			h->truncated = (fi->flags & O_TRUNC) != 0;
+			h->size_max = fs_size_max(n);
 		}
 	}
 	tree_read_unlock(fs->tree);
@@ -649,6 +660,8 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 			__atomic_store_n(&h->wrote, 1, __ATOMIC_RELEASE);
 	} else if (!h || !h->edit) {
 		rc = -EBADF;
+	} else if ((uint64_t)off + size > handle_size_max(h)) {
+		rc = -EFBIG;
 	} else {
 		rc = edit_write(h->edit, buf, size, (uint64_t)off);
 		__atomic_store_n(&h->wrote, 1, __ATOMIC_RELEASE);
@@ -865,7 +878,10 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
-	if (!n)
+	if ((to_set & FUSE_SET_ATTR_SIZE) && (!n || n->kind != NODE_PLAIN)
+	    && (uint64_t)attr->st_size > (n ? fs_size_max(n) : h && h->edit ? handle_size_max(h) : UINT32_MAX))
+		rc = -EFBIG;
+	else if (!n)
 		rc = h && h->edit ? change_edit(h->edit, attr, to_set) : -ENOENT;
 	else if (n->kind == NODE_PLAIN)
 		rc = change_plain(fs, n, h, attr, to_set);

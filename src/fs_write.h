@@ -18,6 +18,11 @@ void fs_edit_drop_idle(struct fs *fs, struct inode *in, struct edit *e);
  * truncate: emptied.  Read lock.  NULL with *err an errno. */
 struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node *n, int truncate, int *err);
 
+/* The largest file n can be saved as: an entry's 4 GiB - 1 (offsets are
+ * 32 bits), a view's text VIEW_MAX_TEXT_SOURCE.  Writes and truncates
+ * past it fail at once with EFBIG, not at the close, after holding it. */
+uint64_t fs_size_max(const struct tree_node *n);
+
 /* Saves e, in's edit, if it changed since its last save.  Returns 0, 1
  * for an editor's temporary (kept in memory, not saved), or a negative
  * errno (the failure logged once and kept for the status file). */

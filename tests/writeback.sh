@@ -116,6 +116,15 @@ check "dd writing at an offset" holds texts.res/map.txt 'cXY'
 printf 'Z' | dd of="$M/texts.res/map.txt" bs=1 seek=5 conv=notrunc 2>/dev/null
 check "a write past the end leaves zeros between" sh -c "'$E' cat '$G/texts.res/map.txt' | od -An -c | tr -s ' ' | grep -q 'c X Y \\\\0 \\\\0 Z'"
 
+# past what the file can be saved as: EFBIG at the write, not at the close
+"$E" cat "$G/texts.res/map.txt" > "$WORK/map.before"
+check "a write past 4 GiB into an entry fails at once (EFBIG)" \
+	fails_with 'File too large' dd if=/dev/zero of="$M/texts.res/map.txt" bs=1 count=1 seek=5G conv=notrunc status=none
+check "... so does a truncate to 5 GiB" fails_with 'File too large' truncate -s 5G "$M/texts.res/map.txt"
+check "... and a write past 32 MiB into an INI view" \
+	fails_with 'File too large' dd if=/dev/zero of="$M/$Q/quest.ini" bs=1 count=1 seek=40M conv=notrunc status=none
+check "... the entry is as it was" eval '"$E" cat "$G/texts.res/map.txt" | cmp -s - "$WORK/map.before" && cmp -s "$M/texts.res/map.txt" "$WORK/map.before" && clean texts.res'
+
 # the entry has DOS line ends, which vim keeps
 vim -es -N -u NONE -c '%s/^.*$/edited by vim/' -c 'wq' "$M/texts.res/say s2"
 printf 'edited by vim\r\n' > "$WORK/vim1"
