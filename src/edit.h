@@ -51,6 +51,10 @@ void edit_stat(struct edit *e, struct stat *st);
 /* Opens writing to it; remove returns how many are left. */
 void edit_add_writer(struct edit *e);
 int edit_remove_writer(struct edit *e);
+int edit_writers(struct edit *e);
+
+/* A number that every write, truncate and touch moves on. */
+uint64_t edit_version(struct edit *e);
 
 /* What a saved view's source held: a source whose identity moved on (its
  * stamp trusted at last, its archive saved again) with these bytes still

@@ -770,6 +770,7 @@ static int change_closed(struct fs *fs, struct inode *in, struct tree_node *n, c
 			 int to_set)
 {
 	int err = 0, rc;
+	uint64_t version;
 	struct edit *before = fs_edit_get(fs, in);
 	struct edit *e = fs_start_writing(fs, in, n, 0, &err);
 
@@ -779,17 +780,20 @@ static int change_closed(struct fs *fs, struct inode *in, struct tree_node *n, c
 		return -err;
 	}
 	rc = change_edit(e, attr, to_set);
+	version = edit_version(e);
 	edit_remove_writer(e);
 	if (rc == 0) {
 		rc = save(fs, in, e, !before);
 		rc = rc < 0 ? rc : 0; /* 1: a temporary, kept in memory */
 	}
 	if (rc < 0 && !before) {
-		/* a call that failed changed nothing: no text of it stays */
+		/* a call that failed changed nothing: no text of it stays,
+		 * unless an open joined the edit meanwhile (writers join
+		 * under edits_lock) or wrote to it since */
 		struct edit *taken = NULL;
 
 		pthread_mutex_lock(&fs->edits_lock);
-		if (in->edit == e) {
+		if (in->edit == e && edit_writers(e) == 0 && edit_version(e) == version) {
 			taken = e;
 			__atomic_store_n(&in->edit, NULL, __ATOMIC_RELEASE);
 		}
