@@ -990,6 +990,13 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	if (replaced && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
+		/* what is written goes to the inode's file, which is gone:
+		 * the kernel looks the name up again and opens what it has */
+		tree_read_unlock(fs->tree);
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		serve_will_block(); /* an edit may copy the file first */
 		fs_open_write(req, fs, in, n, fi); /* replies, unlocks */

@@ -174,6 +174,18 @@ check "mv between two archive files still works (copy and delete)" eval '[ -f "$
 mkdir "$M/newfolder" && printf 'loose' > "$M/newfolder/file.txt"
 check "folders and loose files of the game folder pass through" [ "$(cat "$G/newfolder/file.txt")" = loose ]
 
+# an open for writing of a file renamed over since it was looked up (here
+# through /proc, from a descriptor opened before) would write to what is
+# gone: it fails (ESTALE), and the file that has the name keeps its bytes
+printf 'AAA' > "$M/texts.res/ra.txt"; printf 'BBB' > "$M/texts.res/rb.txt"
+exec 3<"$M/texts.res/ra.txt"
+mv "$M/texts.res/rb.txt" "$M/texts.res/ra.txt"
+sh -c 'echo NEW > /proc/self/fd/3' 2>"$WORK/ra.err"; rc=$?
+exec 3<&-
+check "an open for writing of a file renamed over fails rather than write where nothing reads" \
+	eval '[ $rc -ne 0 ] && holds texts.res/ra.txt BBB && reads texts.res/ra.txt BBB'
+rm -f "$M/texts.res/ra.txt"
+
 # The kernel creates where it holds a name for missing (a look a moment
 # ago); what is there by then is opened, with the program's flags, never
 # made anew empty.
