@@ -44,6 +44,7 @@ static void add_file(struct pack_list *l, const char *path, const char *rel, con
 	it.path = g_strdup(path);
 	it.fd = -1;
 	it.length = (uint64_t)st->st_size;
+	it.listed_ctime = st->st_ctim;
 	it.mtime = (uint32_t)(l->fixed_time >= 0 ? l->fixed_time : st->st_mtime);
 	g_ptr_array_add(l->owned, it.name);
 	g_ptr_array_add(l->owned, (char *)it.path);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <glib.h>
 
@@ -232,6 +233,24 @@ static int find_copy(GHashTable *seen, const struct res_pack_item *it, uint32_t 
 	return rc;
 }
 
+/* Whether a source file read from its path is as it was listed: its
+ * length and change time (listed_ctime).  Read before, it was whole. */
+static int still_as_listed(const struct res_pack_item *it, struct res_error *err)
+{
+	struct stat st;
+
+	if (!it->listed_ctime.tv_sec && !it->listed_ctime.tv_nsec)
+		return 0;
+	if (stat(it->path, &st) < 0)
+		return res_fail(err, errno, it->data_offset, "cannot look at %s again: %s", it->path, strerror(errno));
+	if ((uint64_t)st.st_size != it->length || st.st_ctim.tv_sec != it->listed_ctime.tv_sec
+	    || st.st_ctim.tv_nsec != it->listed_ctime.tv_nsec)
+		return res_fail(err, EAGAIN, it->data_offset, "%s changed while it was packed (%llu bytes when "
+			    "listed, %llu now); pack again", it->path, (unsigned long long)it->length,
+			    (unsigned long long)st.st_size);
+	return 0;
+}
+
 /* Assigns data offsets; *end gets the offset right after the data. */
 static int place_data(struct res_pack_item *items, uint32_t n, const struct res_pack_options *opt,
 		      char *buf, uint64_t *end, struct res_error *err)
@@ -249,6 +268,9 @@ static int place_data(struct res_pack_item *items, uint32_t n, const struct res_
 			res_fail(err, -rc, 0, "cannot read %.*s: %s", (int)it->name_len, it->name, strerror(-rc));
 			break;
 		}
+		/* its digest is what it holds, or a copy would share wrong bytes */
+		if (opt->dedup && it->path && (rc = still_as_listed(it, err)) < 0)
+			break;
 		if (first >= 0) {
 			it->data_offset = items[first].data_offset;
 			it->path = NULL; /* marks a shared copy: nothing to write */
@@ -298,6 +320,8 @@ static int write_data(struct sink *out, const struct res_pack_item *items, uint3
 		if (rc < 0)
 			return res_fail(err, -rc, it->data_offset, "cannot copy %.*s: %s",
 				    (int)it->name_len, it->name, strerror(-rc));
+		if (it->path && still_as_listed(it, err) < 0)
+			return -1;
 	}
 	return 0;
 }

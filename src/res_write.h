@@ -5,6 +5,7 @@
 #define EIFS_RES_WRITE_H
 
 #include <glib.h>
+#include <time.h>
 
 #include "res.h"
 
@@ -19,6 +20,11 @@ struct res_pack_item {
 			      * name the same bytes of the same fd share one copy */
 	uint64_t offset;
 	uint32_t data_offset; /* set by the writer */
+	struct timespec listed_ctime; /* path items, when set: the file's change
+			      * time when it was listed; a file changed since
+			      * (or no longer of its length) once copied fails
+			      * the pack with EAGAIN: it may have changed while
+			      * it was read */
 	int hidden;          /* another entry of this name (in any ASCII case)
 			      * is what the game's lookup finds: this one
 			      * goes after it, so that the game still does */
