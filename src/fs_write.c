@@ -882,8 +882,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
-	if ((to_set & FUSE_SET_ATTR_SIZE) && (!n || n->kind != NODE_PLAIN)
-	    && (uint64_t)attr->st_size > (n ? fs_size_max(n) : h && h->edit ? handle_size_max(h) : UINT32_MAX))
+	if (!n && h && h->edit && (to_set & FUSE_SET_ATTR_SIZE) && (uint64_t)attr->st_size > handle_size_max(h))
 		rc = -EFBIG;
 	else if (!n)
 		rc = h && h->edit ? change_edit(h->edit, attr, to_set) : -ENOENT;
@@ -893,6 +892,8 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 		rc = 0; /* modes and owners follow the archive file */
 	else if ((rc = fs_may_change(fs, n)) < 0)
 		;
+	else if ((to_set & FUSE_SET_ATTR_SIZE) && (uint64_t)attr->st_size > fs_size_max(n))
+		rc = -EFBIG;
 	else if (h && h->edit) {
 		rc = change_edit(h->edit, attr, to_set);
 		__atomic_store_n(&h->wrote, 1, __ATOMIC_RELEASE);

@@ -903,7 +903,7 @@ Test(tree, copies_of_a_nested_archive_show_a_bounded_number_of_nodes)
 	enum { COPIES = 40, INNER = 100 };
 	struct h_file inner_files[INNER];
 	struct h_item copies[COPIES];
-	char names[INNER][16], copy_names[COPIES][16];
+	char names[INNER][24], copy_names[COPIES][24];
 	GByteArray *inner;
 	struct tree *t;
 	char *path;
