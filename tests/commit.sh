@@ -210,8 +210,9 @@ if command -v strace >/dev/null && strace -o /dev/null -e inject=flock:delay_ent
 	check "... and leaves no temporary behind" sh -c "! ls -a '$O' | grep -q eifs-"
 	# pack: a file that grows while it is packed is not stored cut short
 	mkdir -p "$O/packsrc" && printf 'first' > "$O/packsrc/a.txt" && printf 'second' > "$O/packsrc/b.txt"
-	strace -o /dev/null -e trace=copy_file_range,pread64 -e inject=copy_file_range:delay_enter=1500000:when=1 \
-		-e inject=pread64:delay_enter=1500000:when=1 \
+	# (held back at its first copy: a sanitizer's run-time reads files
+	# with pread64 before main, copy_file_range only the pack does)
+	strace -o /dev/null -e trace=copy_file_range -e inject=copy_file_range:delay_enter=1500000:when=1 \
 		"$E" pack "$O/packsrc" "$O/packed.res" 2>"$O/pack.err" &
 	sleep 0.5; printf ' and more' >> "$O/packsrc/a.txt"; wait $!; rc=$?
 	check "pack fails when a file changes while it is read, and leaves no archive" \
