@@ -122,7 +122,7 @@ static int view_put(const char *arg, const unsigned char *text, size_t len, char
 			fprintf(stderr, "eifs: put: %s: a view (%s) made from its source, not saved to it:"
 				" put the source instead\n", arg, view_type_label(n->view));
 			rc = -1;
-		} else if (!(*source = view_to_source(n->view, text, len, &ferr))) {
+		} else if (!(*source = view_to_source(n->view, text, len, tree_file_size(t, view_source(n)), &ferr))) {
 			/* the message names the line */
 			fprintf(stderr, "eifs: put: %s: %s; the archive is untouched\n", arg, ferr.msg);
 			rc = -1;

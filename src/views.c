@@ -181,7 +181,25 @@ int view_is_editable(unsigned type)
 	return type < G_N_ELEMENTS(types) && types[type].to_source;
 }
 
-GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len, struct format_error *err)
+/* Whether source bytes made of a view's text hold nothing: a REG of no
+ * section, an empty entry. */
+static int holds_nothing(unsigned type, const GByteArray *source)
+{
+	struct reg_file *f = NULL;
+	struct format_error err = { 0 };
+	int none;
+
+	if (types[type].to_source != ini_reg)
+		return source->len == 0;
+	if (reg_parse(source->data, source->len, &f, &err) < 0)
+		return 0;
+	none = f->sections->len == 0;
+	reg_free(f);
+	return none;
+}
+
+GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len, uint64_t source_len,
+			   struct format_error *err)
 {
 	GByteArray *out;
 
@@ -195,6 +213,15 @@ GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len,
 	}
 	out = g_byte_array_new();
 	if (types[type].to_source(text, len, out, err) < 0) {
+		g_byte_array_unref(out);
+		return NULL;
+	}
+	/* `sed ... x.ini > x.ini` empties the file before sed reads it */
+	if (source_len > out->len && holds_nothing(type, out)) {
+		format_fail(err, EINVAL, 0, "the text holds nothing (%s): it would empty the %llu bytes of its "
+			    "source; to empty that, write the source itself (removing this view through a mount "
+			    "shows the source's text again)", types[type].to_source == ini_reg ? "no section" : "no character",
+			    (unsigned long long)source_len);
 		g_byte_array_unref(out);
 		return NULL;
 	}

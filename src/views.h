@@ -31,10 +31,14 @@ int view_is_editable(unsigned type);
 
 /* The source bytes a saved text of an editable view stands for (the REG of
  * an INI), or NULL with err set: EACCES for a read-only view type, EFBIG
- * for a text longer than VIEW_MAX_TEXT_SOURCE, else
- * the converter's (EINVAL, EILSEQ for a character the source cannot hold;
- * offset = the text's line).  The result is the caller's. */
-GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len, struct format_error *err);
+ * for a text longer than VIEW_MAX_TEXT_SOURCE, EINVAL for a text that
+ * holds nothing (an INI of no section, an empty text) while the source,
+ * source_len bytes now, holds more (a shell's `cmd x.ini > x.ini` empties
+ * the file before cmd reads it), else the converter's (EINVAL, EILSEQ for
+ * a character the source cannot hold; offset = the text's line).  The
+ * result is the caller's. */
+GByteArray *view_to_source(unsigned type, const unsigned char *text, size_t len, uint64_t source_len,
+			   struct format_error *err);
 
 /* Whether name ends as the name of some view does (".ini", ".txt"...):
  * when not, no file's view has it. */

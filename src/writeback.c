@@ -202,12 +202,13 @@ static int holds(struct tree *t, struct tree_node *n, const unsigned char *data,
 }
 
 /* The source bytes the saved text of view type stands for. */
-static GByteArray *source_of_text(unsigned type, const unsigned char *text, size_t len, struct res_error *err)
+static GByteArray *source_of_text(struct tree *t, struct tree_node *view, const unsigned char *text, size_t len,
+				  struct res_error *err)
 {
 	struct format_error ferr = { 0 };
 	GByteArray *bytes;
 
-	bytes = view_to_source(type, text, len, &ferr);
+	bytes = view_to_source(view->view, text, len, tree_file_size(t, view_source(view)), &ferr);
 
 	/* a value the source cannot hold is a bad value all the same */
 	if (!bytes)
@@ -250,7 +251,7 @@ struct wb_plan *wb_put(struct tree *t, struct tree_node *n, const unsigned char 
 	struct wb_plan *p;
 
 	if (n->kind == NODE_VIEW) {
-		GByteArray *bytes = source_of_text(n->view, data, len, err);
+		GByteArray *bytes = source_of_text(t, n, data, len, err);
 
 		return bytes ? put_source(t, view_source(n), bytes, mtime, err) : NULL;
 	}
@@ -358,7 +359,7 @@ static struct wb_plan *rename_onto_view(struct tree *t, struct tree_node *n, str
 	text = read_whole(t, n, err);
 	if (!text)
 		return NULL;
-	bytes = source_of_text(view->view, text->data, text->len, err);
+	bytes = source_of_text(t, view, text->data, text->len, err);
 	g_byte_array_unref(text);
 	if (!bytes)
 		return NULL;

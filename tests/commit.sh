@@ -100,6 +100,10 @@ grep -q '^exp=9999' "$WORK/quest.ini" || fail "the demo quest.ini has an exp= li
 "$E" put "$V/quest.ini" < "$WORK/quest.ini"; rc=$?
 check "put of an INI view from standard input succeeds" [ $rc -eq 0 ]
 check "... its REG now reads back as that text" same "$V/quest.ini" "$WORK/quest.ini"
+sum=$(md5sum < "$WORK/quests.res")
+printf '; nothing left\n' | "$E" put "$V/quest.ini" - 2>"$WORK/err"; rc=$?
+check "put of an INI view that holds no section, over a REG that holds some, is refused" \
+	eval '[ $rc -eq 1 ] && grep -q "holds nothing" "$WORK/err" && [ "$(md5sum < "$WORK/quests.res")" = "$sum" ]'
 check "... quest.reg changed" not same "$V/quest.reg" "$WORK/quest.reg.old"
 # rm finds entries only: it would remove a real entry named quest.ini
 check "... and no entry named quest.ini was made" not "$E" rm "$V/quest.ini" 2>/dev/null

@@ -334,6 +334,13 @@ check "an integer out of range: refused" eval '[ $rc -ne 0 ] && [ "$(md5sum < "$
 rm "$M/$Q/quest.ini"
 check "rm of the view reverts it to the REG's text" eval 'grep -qx '\''exp=4321'\'' "$M/$Q/quest.ini" && [ ! -s "$M/.eifs-status" ]'
 check "... and the archive is still untouched" [ "$(md5sum < "$G/quests.res")" = "$sum" ]
+# `cmd x.ini > x.ini`: the shell empties the file before cmd reads it; a
+# text that holds nothing is not saved over a REG that holds something
+sed 's/^exp=.*/exp=1/' "$M/$Q/quest.ini" > "$M/$Q/quest.ini" 2>/dev/null
+check "sed x.ini > x.ini (emptied by the shell first) leaves the REG as it was" \
+	eval '[ "$(md5sum < "$G/quests.res")" = "$sum" ] && grep -q "^$Q/quest.ini	Invalid argument	.*holds nothing" "$M/.eifs-status"'
+rm "$M/$Q/quest.ini"
+check "... and rm of the view brings its text back" eval 'grep -qx "exp=4321" "$M/$Q/quest.ini" && [ ! -s "$M/.eifs-status" ]'
 # the same through an editor's rename: sed -i's temporary renamed over the
 # view fails, and the next save does not wait forever for the lock that
 # failure held (the mount hung there)
