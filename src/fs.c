@@ -547,18 +547,34 @@ static void reload_changed(struct fs *fs, struct inode *in, int wait)
 		notify_wait(fs);
 }
 
+/* Whether a save of ours is writing what n's unit is made of (read lock):
+ * it reads that again itself, and a look meanwhile would take its work
+ * half done for another program's.  Other files' changes are looked at
+ * all the same. */
+static int saving_unit_of(struct fs *fs, struct tree_node *n)
+{
+	struct tree_node *unit = tree_unit(n);
+	char *path;
+	int busy;
+
+	if (!unit || !__atomic_load_n(&fs->saving, __ATOMIC_ACQUIRE))
+		return 0;
+	path = unit->kind == NODE_ARCHIVE ? g_strdup(unit->src->path) : tree_real_path(fs->tree, unit);
+	busy = !path || fs_saving_at(fs, path);
+	g_free(path);
+	return busy;
+}
+
 int fs_refresh(struct fs *fs, struct inode *in, int wait)
 {
 	struct tree_node *n, *unit;
 	int changed;
 
-	/* a save of ours changed the file and reloads it itself */
-	if (__atomic_load_n(&fs->saving, __ATOMIC_ACQUIRE))
-		return 0;
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	unit = n ? tree_unit(n) : NULL;
-	changed = unit && (tree_unit_changed(fs->tree, unit) || tree_plain_changed(fs->tree, n));
+	changed = unit && !saving_unit_of(fs, n)
+		  && (tree_unit_changed(fs->tree, unit) || tree_plain_changed(fs->tree, n));
 	tree_read_unlock(fs->tree);
 	if (changed)
 		reload_changed(fs, in, wait);
@@ -731,7 +747,7 @@ again:
 		if (!pn)
 			err = fs_made_empty(fs, pin) ? ENOENT : ESTALE;
 	}
-	if (n && !plain_checked && loose(n) && !__atomic_load_n(&fs->saving, __ATOMIC_ACQUIRE)) {
+	if (n && !plain_checked && loose(n) && !saving_unit_of(fs, n)) {
 		plain_checked = 1;
 		if (tree_plain_changed(fs->tree, n)) {
 			tree_read_unlock(fs->tree);

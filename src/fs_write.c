@@ -360,6 +360,24 @@ static struct gate *gate_enter(struct fs *fs, const char *path)
 	return g;
 }
 
+int fs_saving_at(struct fs *fs, const char *path)
+{
+	size_t len = strlen(path);
+	GHashTableIter it;
+	gpointer key;
+	int busy = 0;
+
+	pthread_mutex_lock(&fs->gates_lock);
+	g_hash_table_iter_init(&it, fs->gates);
+	while (!busy && g_hash_table_iter_next(&it, &key, NULL)) {
+		const char *g = key;
+
+		busy = strcmp(g, path) == 0 || (strncmp(g, path, len) == 0 && g[len] == '/' && !strchr(g + len + 1, '/'));
+	}
+	pthread_mutex_unlock(&fs->gates_lock);
+	return busy;
+}
+
 static void gate_leave(struct fs *fs, struct gate *g)
 {
 	int last;

@@ -23,6 +23,10 @@ struct edit *fs_start_writing(struct fs *fs, struct inode *in, struct tree_node 
  * past it fail at once with EFBIG, not at the close, after holding it. */
 uint64_t fs_size_max(const struct tree_node *n);
 
+/* Whether a save of ours is writing the file at path, or a file right in
+ * the folder at path. */
+int fs_saving_at(struct fs *fs, const char *path);
+
 /* Saves e, in's edit, if it changed since its last save.  Returns 0, 1
  * for an editor's temporary (kept in memory, not saved), or a negative
  * errno (the failure logged once and kept for the status file). */

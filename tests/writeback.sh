@@ -757,6 +757,16 @@ for where in "$T" "$Q"; do
 		eval 'grep -qx done "$WORK/trunc.out" && mounted "$M" && [ -f "$M/$where/big.dat" ] && [ ! -s "$M/$where/big.dat" ] && soon holds "$where/big.dat" "" && clean "${where%%/*}"'
 	rm -f "$M/$where/big.dat"
 done
+# while a save of one archive runs, another program's change to another
+# archive is seen at the next open all the same (not once all saves end)
+printf 'before' > "$M/texts.res/seen.txt" && cat "$M/texts.res/seen.txt" > /dev/null
+(printf 'slow save' > "$M/quests.res/slow.txt") & slow=$!
+sleep 0.3
+printf 'from put' | "$E" put "$G/texts.res/seen.txt" -
+check "another program's change is seen at the next open while a save of another archive runs" \
+	reads texts.res/seen.txt 'from put'
+wait $slow
+rm -f "$M/quests.res/slow.txt" "$M/texts.res/seen.txt"
 do_umount "$M"
 do_mount "$G" "$M" -o ro
 check "mkdir in an archive of a read-only mount: Read-only file system" fails_with "Read-only" mkdir "$M/$T/ro"
