@@ -281,9 +281,9 @@ again:
 		if (rc == -EEXIST) {
 			/* another program put the name in the archive since the
 			 * tree was read: read it again, for the kernel's look
-			 * (also while another save runs, which fs_refresh leaves
-			 * alone; no wait for the notices: the kernel holds the
-			 * folder) */
+			 * (also while a save of this archive runs, which
+			 * fs_refresh leaves alone; no wait for the notices: the
+			 * kernel holds the folder) */
 			fs_reload(fs, anchor, NULL, NULL);
 			rc = fi->flags & O_EXCL ? -EEXIST : -ESTALE;
 		} else if (rc < 0) {
