@@ -290,24 +290,16 @@ void edit_add_writer(struct edit *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
-int edit_writers(struct edit *e)
+int edit_writers(struct edit *e, uint64_t *version)
 {
 	int n;
 
 	pthread_mutex_lock(&e->lock);
 	n = e->writers;
+	if (version)
+		*version = e->version;
 	pthread_mutex_unlock(&e->lock);
 	return n;
-}
-
-uint64_t edit_version(struct edit *e)
-{
-	uint64_t v;
-
-	pthread_mutex_lock(&e->lock);
-	v = e->version;
-	pthread_mutex_unlock(&e->lock);
-	return v;
 }
 
 int edit_remove_writer(struct edit *e)

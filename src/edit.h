@@ -51,10 +51,9 @@ void edit_stat(struct edit *e, struct stat *st);
 /* Opens writing to it; remove returns how many are left. */
 void edit_add_writer(struct edit *e);
 int edit_remove_writer(struct edit *e);
-int edit_writers(struct edit *e);
-
-/* A number that every write, truncate and touch moves on. */
-uint64_t edit_version(struct edit *e);
+/* How many opens write to it; *version (when not NULL) gets a number
+ * that every write, truncate and touch moves on. */
+int edit_writers(struct edit *e, uint64_t *version);
 
 /* What a saved view's source held: a source whose identity moved on (its
  * stamp trusted at last, its archive saved again) with these bytes still

@@ -798,7 +798,7 @@ static int change_closed(struct fs *fs, struct inode *in, struct tree_node *n, c
 		return -err;
 	}
 	rc = change_edit(e, attr, to_set);
-	version = edit_version(e);
+	edit_writers(e, &version);
 	edit_remove_writer(e);
 	if (rc == 0) {
 		rc = save(fs, in, e, !before);
@@ -809,9 +809,10 @@ static int change_closed(struct fs *fs, struct inode *in, struct tree_node *n, c
 		 * unless an open joined the edit meanwhile (writers join
 		 * under edits_lock) or wrote to it since */
 		struct edit *taken = NULL;
+		uint64_t now;
 
 		pthread_mutex_lock(&fs->edits_lock);
-		if (in->edit == e && edit_writers(e) == 0 && edit_version(e) == version) {
+		if (in->edit == e && edit_writers(e, &now) == 0 && now == version) {
 			taken = e;
 			__atomic_store_n(&in->edit, NULL, __ATOMIC_RELEASE);
 		}

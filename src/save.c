@@ -17,6 +17,7 @@
 #include <glib.h>
 
 #include "cp1251.h"
+#include "edit.h"
 #include "names.h"
 #include "tree.h"
 
@@ -179,16 +180,6 @@ static int stored_name(const struct tree_node *a, const char *rel, const struct 
 	return rc;
 }
 
-static void sha256_of(const unsigned char *data, size_t len, unsigned char out[32])
-{
-	GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
-	gsize n = 32;
-
-	g_checksum_update(sum, data, (gssize)len);
-	g_checksum_get_digest(sum, out, &n);
-	g_checksum_free(sum);
-}
-
 /* Whether node's bytes, in the tree read under the lock, are what the
  * writer's copy began from (expect) or already the new ones: a copy taken
  * before another change (through another name of it, such as its INI
@@ -196,7 +187,8 @@ static void sha256_of(const unsigned char *data, size_t len, unsigned char out[3
 static int as_expected(struct tree *t, struct tree_node *node, const struct save_op *op, struct res_error *err)
 {
 	uint64_t size = node ? tree_file_size(t, node) : 0;
-	unsigned char *buf, now[32];
+	unsigned char *buf;
+	struct edit_digest now;
 	ssize_t got;
 	int same;
 
@@ -207,8 +199,8 @@ static int as_expected(struct tree *t, struct tree_node *node, const struct save
 		return fail(err, ENOMEM, "%s: no memory to compare its %llu bytes", op->path, (unsigned long long)size);
 	got = tree_read(t, node, buf, size + 1, 0);
 	if (got == (ssize_t)size)
-		sha256_of(buf, size, now);
-	same = got == (ssize_t)size && (memcmp(now, op->expect_sha256, sizeof now) == 0
+		edit_digest_of(&now, buf, size);
+	same = got == (ssize_t)size && (memcmp(now.sha256, op->expect_sha256, sizeof now.sha256) == 0
 					|| (size == op->len && memcmp(buf, op->data, size) == 0));
 	g_free(buf);
 	if (got < 0)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <glib.h>
 
+#include "edit.h"
 #include "replace.h"
 #include "save.h"
 #include "views.h"
@@ -89,14 +90,10 @@ static int loose_as_expected(const struct wb_plan *p, struct res_error *err)
 	}
 	same = len == p->data->len && memcmp(now, p->data->data, len) == 0;
 	if (!same) {
-		GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
-		unsigned char d[32];
-		gsize n = sizeof d;
+		struct edit_digest d;
 
-		g_checksum_update(sum, (const guchar *)now, (gssize)len);
-		g_checksum_get_digest(sum, d, &n);
-		g_checksum_free(sum);
-		same = memcmp(d, p->expect, sizeof d) == 0;
+		edit_digest_of(&d, now, len);
+		same = memcmp(d.sha256, p->expect, sizeof d.sha256) == 0;
 	}
 	g_free(now);
 	if (!same)
