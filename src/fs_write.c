@@ -587,8 +587,13 @@ int fs_may_change(struct fs *fs, struct tree_node *n)
 		return -EROFS;
 	if (n->kind == NODE_VIEW && !view_is_editable(n->view))
 		return -EACCES;
-	if (n->kind == NODE_PLAIN || (n->kind == NODE_VIEW && view_source(n)->kind == NODE_PLAIN))
+	if (n->kind == NODE_PLAIN)
 		return 0; /* the file system of the folder decides */
+	/* a view's save replaces its loose source, which takes only the
+	 * folder's permission: a source without write bits is left alone
+	 * even by root, as an archive is */
+	if (n->kind == NODE_VIEW && view_source(n)->kind == NODE_PLAIN)
+		return view_source(n)->mode & 0222 ? 0 : -EACCES;
 	if (!(n->mode & 0222))
 		return -EACCES;
 	return 0;

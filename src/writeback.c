@@ -103,6 +103,18 @@ static int loose_as_expected(const struct wb_plan *p, struct res_error *err)
 	return 0;
 }
 
+/* -1 (EACCES) when the loose file to replace has no write permission bit:
+ * its mode may have changed since it was listed, and the replacement
+ * needs only the folder's permission, root's none. */
+static int loose_read_only(const char *file, struct res_error *err)
+{
+	struct stat st;
+
+	if (stat(file, &st) == 0 && !(st.st_mode & 0222))
+		return res_fail(err, EACCES, 0, "%s: the file has no write permission bit; it is left as it is", file);
+	return 0;
+}
+
 static struct wb_plan *refuse(struct wb_plan *p)
 {
 	wb_plan_free(p);
@@ -452,7 +464,9 @@ int wb_run(struct wb_plan *p, const struct res_commit_options *opt, struct res_e
 
 	if (p->unchanged)
 		return 1;
-	if (p->replace && p->has_expect && loose_as_expected(p, err) < 0)
+	if (p->replace && loose_read_only(p->file, err) < 0)
+		rc = -1;
+	else if (p->replace && p->has_expect && loose_as_expected(p, err) < 0)
 		rc = -1;
 	else if (p->replace)
 		rc = wb_replace_file(p->file, p->data->data, p->data->len, err);

@@ -894,4 +894,28 @@ sum=$(md5sum < "$G/figures.res")
 ( printf x > "$M/figures.res/unmotr.anm/cidle/hd" ) 2>"$WORK/ro.err"
 check "an archive without write permission is read-only, even to root" eval 'grep -q '\''Permission denied\|Read-only'\'' "$WORK/ro.err" && [ "$(md5sum < "$G/figures.res")" = "$sum" ]'
 do_umount "$M"
+# a loose REG's view: its save replaces the file, which needs only the
+# folder's permission; one without write bits stays as it is, even to root
+[ -L "$G/config.reg" ] && cp --remove-destination "$(readlink -f "$G/config.reg")" "$G/config.reg"
+chmod 444 "$G/config.reg"
+sum=$(md5sum < "$G/config.reg")
+do_mount "$G" "$M"
+( sed 's/^texts.res=.*/texts.res=res.ro.res/' "$M/config.ini" > "$WORK/ro.ini" && cat "$WORK/ro.ini" > "$M/config.ini" ) 2>"$WORK/ro.err"
+check "the INI view of a loose REG without write permission cannot be saved, even by root" \
+	eval 'grep -q '\''Permission denied'\'' "$WORK/ro.err" && [ "$(md5sum < "$G/config.reg")" = "$sum" ]'
+chmod 644 "$G/config.reg"
+python3 - "$M/config.ini" "$G/config.reg" "$WORK/ro.err" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)  # allowed now: its mode has write bits
+os.chmod(sys.argv[2], 0o444)                         # taken away before the save
+os.write(fd, b"[RES]\ntexts.res=res.late.res\n")
+try:
+    os.close(fd)
+except OSError as e:
+    open(sys.argv[3], "w").write(e.strerror + "\n")
+PY
+check "... nor when its write bits go after the open: the close fails, the file stays" \
+	eval 'grep -q '\''Permission denied'\'' "$WORK/ro.err" && [ "$(md5sum < "$G/config.reg")" = "$sum" ]'
+do_umount "$M"
+chmod 644 "$G/config.reg"
 finish
