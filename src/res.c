@@ -265,38 +265,55 @@ int64_t res_lookup(const struct res_table *t, const char *name, size_t len)
 	return -1;
 }
 
+/* Chains only ever grow at their ends, by a slot that was free, so every
+ * slot stays in the chain it joined, and the chain's first slot names it:
+ * head_of[s] is that first slot, tail_of[h] the end of the chain that
+ * starts at h.  A collision then finds the end at once rather than by
+ * walking the chain, which crafted names of one hash make long. */
 int res_build_chains(uint32_t n, const char *const *names, const size_t *lens,
 		     uint32_t *slot_of, int32_t *next_of_slot, struct res_error *err)
 {
+	uint32_t *head_of = malloc((n ? n : 1) * sizeof *head_of);
+	uint32_t *tail_of = malloc((n ? n : 1) * sizeof *tail_of);
 	unsigned char *used = calloc(n ? n : 1, 1);
 	int64_t last_free = (int64_t)n - 1;
+	int rc = 0;
 
-	if (!used)
-		return res_fail(err, ENOMEM, 0, "no memory for %u slots", n);
+	if (!used || !head_of || !tail_of) {
+		rc = res_fail(err, ENOMEM, 0, "no memory for %u slots", n);
+		goto out;
+	}
 	for (uint32_t s = 0; s < n; s++)
 		next_of_slot[s] = -1;
 	for (uint32_t k = 0; k < n; k++) {
 		int64_t i = res_hash(names[k], lens[k], n);
 
 		if (i < 0) {
-			free(used);
-			return res_fail(err, EINVAL, 0,
-				    "name %u (%.*s) has a negative signed-char hash sum: the game cannot find it",
-				    k, (int)lens[k], names[k]);
+			rc = res_fail(err, EINVAL, 0,
+				      "name %u (%.*s) has a negative signed-char hash sum: the game cannot find it",
+				      k, (int)lens[k], names[k]);
+			goto out;
 		}
 		if (used[i]) {
-			while (next_of_slot[i] != -1)
-				i = next_of_slot[i];
+			uint32_t head = head_of[i];
+
 			while (used[last_free])
 				last_free--;
-			next_of_slot[i] = (int32_t)last_free;
+			next_of_slot[tail_of[head]] = (int32_t)last_free;
+			tail_of[head] = (uint32_t)last_free;
+			head_of[last_free] = head;
 			i = last_free--;
+		} else {
+			head_of[i] = tail_of[i] = (uint32_t)i;
 		}
 		used[i] = 1;
 		slot_of[k] = (uint32_t)i;
 	}
+out:
 	free(used);
-	return 0;
+	free(head_of);
+	free(tail_of);
+	return rc;
 }
 
 void res_entry_encode(const struct res_entry *e, unsigned char out[RES_ENTRY_SIZE])

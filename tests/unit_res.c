@@ -211,6 +211,67 @@ Test(chains, collision_appends_to_the_end_of_a_coalesced_chain)
 	}
 }
 
+/* The builder as FORMATS 1.5 words it: a collision walks the chain from
+ * the name's slot to its end and links the highest free slot there. */
+static void build_by_walking(uint32_t n, const char *const *names, const size_t *lens, uint32_t *slot_of,
+			     int32_t *next_of)
+{
+	unsigned char *used = calloc(n, 1);
+	int64_t last_free = (int64_t)n - 1;
+
+	for (uint32_t s = 0; s < n; s++)
+		next_of[s] = -1;
+	for (uint32_t k = 0; k < n; k++) {
+		int64_t i = res_hash(names[k], lens[k], n);
+
+		if (used[i]) {
+			while (next_of[i] != -1)
+				i = next_of[i];
+			while (used[last_free])
+				last_free--;
+			next_of[i] = (int32_t)last_free;
+			i = last_free--;
+		}
+		used[i] = 1;
+		slot_of[k] = (uint32_t)i;
+	}
+	free(used);
+}
+
+Test(chains, the_same_slots_and_links_as_walking_each_chain)
+{
+	enum { MAX = 3000 };
+	static char text[MAX][8];
+	static const char *names[MAX];
+	static size_t lens[MAX];
+	static uint32_t slot[MAX], want_slot[MAX];
+	static int32_t next[MAX], want_next[MAX];
+	struct res_error err = { 0 };
+	uint32_t seed = 12345;
+
+	/* names of 1 to 7 letters of a 4-letter alphabet: many share a
+	 * sum, so chains run long and through each other */
+	for (uint32_t k = 0; k < MAX; k++) {
+		seed = seed * 1103515245u + 12345u;
+		lens[k] = 1 + (seed >> 16) % 7;
+		for (size_t j = 0; j < lens[k]; j++) {
+			seed = seed * 1103515245u + 12345u;
+			text[k][j] = (char)('a' + (seed >> 16) % 4);
+		}
+		names[k] = text[k];
+	}
+	for (uint32_t n = 1; n <= MAX; n += n / 3 + 1) {
+		build_by_walking(n, names, lens, want_slot, want_next);
+		cr_assert_eq(res_build_chains(n, names, lens, slot, next, &err), 0, "%s", err.msg);
+		for (uint32_t i = 0; i < n; i++) {
+			cr_assert_eq(slot[i], want_slot[i], "n %u, name %u: slot %u, want %u", n, i, slot[i],
+				     want_slot[i]);
+			cr_assert_eq(next[i], want_next[i], "n %u, slot %u: next %d, want %d", n, i, next[i],
+				     want_next[i]);
+		}
+	}
+}
+
 Test(chains, negative_hash_is_refused)
 {
 	const char *names[] = { "ok", NEGATIVE };
