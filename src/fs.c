@@ -1108,6 +1108,36 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
+/* A folder of the source holds names that loose files were made or
+ * renamed under; an archive's folders need nothing: each commit flushed
+ * its archive before it was told done. */
+static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct inode *in = fs_inode(fs, ino);
+	struct tree_node *n;
+	char *path = NULL;
+	int rc = 0, fd;
+
+	(void)fi;
+	tree_read_lock(fs->tree);
+	n = inode_node(fs->inodes, in);
+	if (n && n->kind == NODE_FOLDER)
+		path = tree_real_path(fs->tree, n);
+	tree_read_unlock(fs->tree);
+	if (path) {
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || (datasync ? fdatasync(fd) : fsync(fd)) < 0)
+			rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (rc < 0)
+			log_msg(LOG_ERR, "%s: cannot flush the folder: %s", path, strerror(-rc));
+		g_free(path);
+	}
+	fuse_reply_err(req, -rc);
+}
+
 /* ---- listings ------------------------------------------------------------ */
 
 static int view_known_cheaply(struct fs *fs, struct tree_node *n)
@@ -1536,6 +1566,10 @@ static void ordered_releasedir(fuse_req_t r, fuse_ino_t i, struct fuse_file_info
 {
 	ORDERED(fs_releasedir(r, i, f));
 }
+static void ordered_fsyncdir(fuse_req_t r, fuse_ino_t i, int d, struct fuse_file_info *f)
+{
+	ORDERED(fs_fsyncdir(r, i, d, f));
+}
 static void ordered_statfs(fuse_req_t r, fuse_ino_t i)
 {
 	ORDERED(fs_statfs(r, i));
@@ -1558,6 +1592,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	OP(releasedir, fs_releasedir),
 	OP(readdir, fs_readdir),
 	OP(readdirplus, fs_readdirplus),
+	OP(fsyncdir, fs_fsyncdir),
 	OP(read, fs_read),
 	OP(write, fs_write),
 	OP(flush, fs_flush),

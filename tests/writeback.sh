@@ -887,6 +887,29 @@ check "... aborted (ECONNABORTED) exactly when the log says the connection was" 
 	eval '[ "$(grep -c "Software caused connection abort" "$WORK/stuck.out")" = "$(grep -c "the connection was aborted" "$WORK/stuck.err")" ]'
 fi
 
+# ---- fsync of a folder flushes the real folder -----------------------------------------------
+# what makes a new or renamed loose file's name last (a program's
+# rename-then-fsync-the-folder); archives' folders need nothing: each
+# commit flushed its archive
+if command -v strace >/dev/null; then
+	do_mount "$G" "$M"
+	pid=$(daemon_pids "$M" | head -n1)
+	strace -f -qq -y -e trace=fsync,fdatasync,statfs -o "$WORK/fsyncdir.trace" -p "$pid" & tracer=$!
+	sleep 0.5
+	python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY); os.fsync(fd)' "$M"
+	python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY); os.fsync(fd)' "$M/texts.res"
+	stat -f "$M" >/dev/null # a statfs of the source: that strace follows the daemon
+	sleep 0.2
+	kill $tracer; wait $tracer 2>/dev/null
+	if ! grep -q statfs "$WORK/fsyncdir.trace"; then
+		echo "skipped: strace could not follow the daemon (ptrace not allowed?)"
+	else
+		check "fsync of a folder of the source through the mount flushes that folder" \
+			grep -q "fsync([0-9]*<$(readlink -f "$G")>)" "$WORK/fsyncdir.trace"
+	fi
+	do_umount "$M"
+fi
+
 # ---- read-only archives stay so ---------------------------------------------------------------
 chmod 444 "$G/figures.res"
 do_mount "$G" "$M"
