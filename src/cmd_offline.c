@@ -106,6 +106,17 @@ static int by_name(const void *a, const void *b)
 	return names_order((*(struct tree_node *const *)a)->name, (*(struct tree_node *const *)b)->name);
 }
 
+/* The children of a directory in the listing's order; g_free it. */
+static struct tree_node **sorted_children(const struct tree_dir *d)
+{
+	struct tree_node **sorted = g_new(struct tree_node *, d->count ? d->count : 1);
+
+	for (uint32_t i = 0; i < d->count; i++)
+		sorted[i] = &d->child[i];
+	qsort(sorted, d->count, sizeof *sorted, by_name);
+	return sorted;
+}
+
 static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, int lng, int recursive)
 {
 	const struct tree_dir *d;
@@ -119,10 +130,7 @@ static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, i
 		g_free(p);
 		return EXIT_PROBLEMS;
 	}
-	sorted = g_new(struct tree_node *, d->count ? d->count : 1);
-	for (uint32_t i = 0; i < d->count; i++)
-		sorted[i] = &d->child[i];
-	qsort(sorted, d->count, sizeof *sorted, by_name);
+	sorted = sorted_children(d);
 	for (uint32_t i = 0; i < d->count; i++) {
 		struct tree_node *n = sorted[i];
 		char *path = *prefix ? g_strconcat(prefix, "/", n->name, NULL) : g_strdup(n->name);
