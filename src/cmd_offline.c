@@ -365,6 +365,25 @@ int cmd_convert(int argc, char **argv)
 
 /* ---- extract ------------------------------------------------------------ */
 
+/* write(2) may write less than asked (a disk filling up): the rest is
+ * written again, which gives the real error when there is no room. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 static int copy_out(int in, uint64_t pos, uint64_t len, int out)
 {
 	char buf[1 << 16];
@@ -372,78 +391,149 @@ static int copy_out(int in, uint64_t pos, uint64_t len, int out)
 	while (len > 0) {
 		size_t want = len < sizeof buf ? (size_t)len : sizeof buf;
 		ssize_t n = pread(in, buf, want, (off_t)pos);
+		int rc;
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
-		if (write(out, buf, (size_t)n) != n)
-			return -errno;
+		rc = write_all(out, buf, (size_t)n);
+		if (rc < 0)
+			return rc;
 		pos += (uint64_t)n;
 		len -= (uint64_t)n;
 	}
 	return 0;
 }
 
-static int extract_entry(const struct tree_node *a, const struct res_table *tab, uint32_t i,
-			 const char *dir, GHashTable *done)
+/* An extract in progress.  Everything below DIR is reached from DIR's
+ * descriptor one name at a time, never by a path: a link already in DIR
+ * cannot lead a write elsewhere. */
+struct extract {
+	const char *archive;  /* as named on the command line, for messages */
+	const char *dir;      /* DIR, for messages */
+	int status;
+};
+
+/* A hidden temporary beside name in dfd (O_EXCL: never one that is there,
+ * link or not).  The descriptor, or a negative errno; *tmp is its name. */
+static int open_temporary(int dfd, const char *name, char **tmp)
 {
-	const struct res_entry *e = &tab->entries[i];
-	GPtrArray *comps = g_ptr_array_new_with_free_func(g_free);
-	char *rel, *path, *parent;
-	int fd, rc;
+	for (int attempt = 0; attempt < 16; attempt++) {
+		int fd;
 
-	names_split(res_entry_name(tab, i), e->name_len, comps);
-	g_ptr_array_add(comps, NULL);
-	rel = g_build_filenamev((gchar **)comps->pdata);
-	/* case variants would overwrite each other on a case-insensitive disk */
-	while (g_hash_table_contains(done, rel)) {
-		char *other = names_dedup(rel, names_tag(res_entry_name(tab, i), e->name_len));
-
-		fprintf(stderr, "eifs: entry %u: %s was extracted already (names differ only in case); written as %s\n",
-			i, rel, other);
-		g_free(rel);
-		rel = other;
+		*tmp = g_strdup_printf(".%s.eifs-%08x", name, g_random_int());
+		fd = openat(dfd, *tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			return fd;
+		g_free(*tmp);
+		*tmp = NULL;
+		if (errno != EEXIST)
+			return -errno;
 	}
-	g_hash_table_add(done, g_strdup(rel));
-	path = g_build_filename(dir, rel, NULL);
-	parent = g_path_get_dirname(path);
-	rc = g_mkdir_with_parents(parent, 0755) < 0 ? -errno : 0;
-	fd = rc < 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (rc == 0 && fd < 0)
+	return -EEXIST;
+}
+
+/* Writes a file node's bytes as name in dfd, with its entry's time.  The
+ * bytes go to a temporary renamed over name when whole: whatever name was
+ * (a hard link, a symbolic link, a file) is replaced, never written
+ * through, and a failure leaves it as it was.  Not flushed to the disk:
+ * an extract cut short by a crash is simply made again.  0 or a negative
+ * errno. */
+static int write_node(int dfd, const char *name, const struct tree_node *n)
+{
+	struct timespec ts[2] = { { (time_t)n->mtime, 0 }, { (time_t)n->mtime, 0 } };
+	char *tmp = NULL;
+	int fd = open_temporary(dfd, name, &tmp), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = copy_out(n->src->fd, n->offset, n->size, fd);
+	if (rc == 0 && futimens(fd, ts) < 0)
 		rc = -errno;
-	if (rc == 0)
-		rc = copy_out(a->src->fd, a->offset + e->offset, e->length, fd);
-	if (rc == 0) {
-		struct timespec ts[2] = { { (time_t)e->mtime, 0 }, { (time_t)e->mtime, 0 } };
-
-		if (futimens(fd, ts) < 0 || close(fd) < 0)
-			rc = -errno;
-		fd = -1;
-	}
-	if (fd >= 0)
-		close(fd);
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		rc = -errno;
 	if (rc < 0)
-		fprintf(stderr, "eifs: %s: %s\n", path, strerror(-rc));
-	g_free(rel);
-	g_free(path);
-	g_free(parent);
-	g_ptr_array_unref(comps);
+		unlinkat(dfd, tmp, 0);
+	g_free(tmp);
 	return rc;
 }
 
-static guint ascii_ci_hash(gconstpointer key)
+/* Opens (making it first when missing) the folder name in dfd; a symbolic
+ * link there is not followed.  The descriptor, or a negative errno, with
+ * *is_link set when name is a symbolic link. */
+static int enter_folder(int dfd, const char *name, int *is_link)
 {
-	char *low = g_ascii_strdown(key, -1);
-	guint h = g_str_hash(low);
+	struct stat st;
+	int fd, err;
 
-	g_free(low);
-	return h;
+	*is_link = 0;
+	if (mkdirat(dfd, name, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	err = errno;
+	/* with O_DIRECTORY a link fails as ENOTDIR, not ELOOP: ask what it is */
+	*is_link = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+	return -err;
 }
 
-static gboolean ascii_ci_equal(gconstpointer a, gconstpointer b)
+static void extract_dir(struct extract *x, struct tree *t, struct tree_node *dir, int dfd, const char *rel);
+
+/* One child of a directory being extracted, rel its path in the archive. */
+static void extract_node(struct extract *x, struct tree *t, struct tree_node *n, int dfd, const char *rel)
 {
-	return g_ascii_strcasecmp(a, b) == 0;
+	char *disk = g_build_filename(x->dir, rel, NULL);
+	int rc = 0, is_link;
+
+	if (n->kind == NODE_VDIR) {
+		int sub = enter_folder(dfd, n->name, &is_link);
+
+		if (sub >= 0) {
+			extract_dir(x, t, n, sub, rel);
+			close(sub);
+		} else {
+			fprintf(stderr, "eifs: %s/%s: %s%s%s; nothing in it is extracted\n", x->archive, rel, disk,
+				is_link ? " " : ": ", is_link ? "is a symbolic link, not followed" : strerror(-sub));
+			x->status = EXIT_PROBLEMS;
+		}
+	} else if ((n->kind == NODE_ENTRY && !n->faults) || n->kind == NODE_ARCHIVE) {
+		/* a nested archive is a file of the archive extracted */
+		rc = write_node(dfd, n->name, n);
+	} /* views are made from the entries, and damaged entries were reported */
+	if (rc < 0) {
+		fprintf(stderr, "eifs: %s/%s: %s: %s; not extracted\n", x->archive, rel, disk, strerror(-rc));
+		x->status = EXIT_PROBLEMS;
+	}
+	g_free(disk);
+}
+
+/* The directory dir of the archive (rel its path in it, "" for the
+ * archive itself) into the folder dfd, by the names the listing shows:
+ * the tree's, with case duplicates and clashes of a file and a folder
+ * already given names of their own. */
+static void extract_dir(struct extract *x, struct tree *t, struct tree_node *dir, int dfd, const char *rel)
+{
+	const struct tree_dir *d;
+	struct tree_node **sorted;
+	int rc = tree_children(t, dir, &d);
+
+	if (rc < 0) {
+		fprintf(stderr, "eifs: %s%s%s: %s\n", x->archive, *rel ? "/" : "", rel, strerror(-rc));
+		x->status = EXIT_PROBLEMS;
+		return;
+	}
+	sorted = sorted_children(d);
+	for (uint32_t i = 0; i < d->count; i++) {
+		char *path = *rel ? g_strconcat(rel, "/", sorted[i]->name, NULL) : g_strdup(sorted[i]->name);
+
+		extract_node(x, t, sorted[i], dfd, path);
+		g_free(path);
+	}
+	g_free(sorted);
 }
 
 static char *default_extract_dir(const char *archive_name)
@@ -462,15 +552,45 @@ static char *default_extract_dir(const char *archive_name)
 	return d;
 }
 
+/* The entries the tree leaves out or cannot read (a name or data outside
+ * the archive), each named by its index: the listing cannot show them. */
+static int report_damaged(const char *arg, const struct tree_node *a, const struct res_table *tab)
+{
+	int status = EXIT_OK;
+
+	for (uint32_t i = 0; i < tab->hdr.count; i++) {
+		unsigned faults = res_entry_faults(tab, i, a->size);
+
+		if (!faults)
+			continue;
+		fprintf(stderr, "eifs: %s: entry %u: %s %s; skipped\n", arg, i,
+			faults & RES_FAULT_NAME ? "name" : "data",
+			faults & RES_FAULT_NAME ? res_name_fault_text(tab, i) : "is outside the archive");
+		status = EXIT_PROBLEMS;
+	}
+	return status;
+}
+
+/* DIR, made when missing: the one path followed as given (links too, as
+ * the user named it); everything below it is reached from it. */
+static int open_extract_dir(const char *dir)
+{
+	int fd = g_mkdir_with_parents(dir, 0755) < 0 ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		fprintf(stderr, "eifs: %s: %s\n", dir, strerror(errno));
+	return fd;
+}
+
 int cmd_extract(int argc, char **argv)
 {
 	struct tree *t = NULL;
 	struct tree_node *a;
 	struct res_table tab;
 	struct res_error err = { 0 };
-	GHashTable *done;
-	char *dir;
-	int status = EXIT_OK;
+	struct extract x = { 0 };
+	char *dir, *arg;
+	int dfd;
 
 	if (argc < 1 || argc > 2) {
 		fprintf(stderr, "eifs extract: usage: eifs extract ARCHIVE [DIR]\n");
@@ -488,25 +608,26 @@ int cmd_extract(int argc, char **argv)
 		tree_free(t);
 		return EXIT_NO_SOURCE;
 	}
-	dir = argc == 2 ? g_strdup(argv[1]) : default_extract_dir(a->name);
-	done = g_hash_table_new_full(ascii_ci_hash, ascii_ci_equal, g_free, NULL);
-	for (uint32_t i = 0; i < tab.hdr.count; i++) {
-		unsigned faults = res_entry_faults(&tab, i, a->size);
-
-		if (faults) {
-			fprintf(stderr, "eifs: %s: entry %u: %s %s; skipped\n", argv[0], i,
-				faults & RES_FAULT_NAME ? "name" : "data",
-				faults & RES_FAULT_NAME ? res_name_fault_text(&tab, i) : "is outside the archive");
-			status = EXIT_PROBLEMS;
-		} else if (extract_entry(a, &tab, i, dir, done) < 0) {
-			status = EXIT_PROBLEMS;
-		}
-	}
-	g_hash_table_destroy(done);
-	g_free(dir);
+	/* messages name entries as ARCHIVE/PATH, the form cat takes */
+	arg = g_strdup(argv[0]);
+	for (size_t len = strlen(arg); len > 1 && arg[len - 1] == '/'; len--)
+		arg[len - 1] = '\0';
+	x.status = report_damaged(arg, a, &tab);
 	res_table_free(&tab);
+	dir = argc == 2 ? g_strdup(argv[1]) : default_extract_dir(a->name);
+	x.archive = arg;
+	x.dir = dir;
+	dfd = open_extract_dir(dir);
+	if (dfd < 0) {
+		x.status = EXIT_PROBLEMS;
+	} else {
+		extract_dir(&x, t, a, dfd, "");
+		close(dfd);
+	}
+	g_free(dir);
+	g_free(arg);
 	tree_free(t);
-	return status;
+	return x.status;
 }
 
 /* ---- check -------------------------------------------------------------- */

@@ -50,6 +50,55 @@ check "extract of a nested archive recreates backslash directories" [ -f "$WORK/
 check "extracted mtimes are the table timestamps" [ "$(stat -c %Y "$WORK/x-texts.res/map.txt")" = 1000000000 ]
 (cd "$WORK" && "$E" extract "$DEMO/texts.res" >/dev/null) ; check "extract defaults to NAME_EXT" [ -f "$WORK/texts_res/map.txt" ]
 
+# extract never writes through a link already in DIR: a folder that is a
+# symbolic link is refused, a file name that is a link (hard or symbolic)
+# is replaced, the file behind it left alone
+rawres "$WORK/links.res" 'sub\\evil.txt' 'evil' 'a.txt' 'new' 'b.txt' 'new b'
+mkdir -p "$WORK/xl" "$WORK/victim"; ln -s ../victim "$WORK/xl/sub"
+printf 'precious' > "$WORK/precious"; ln "$WORK/precious" "$WORK/xl/a.txt"
+ln -s ../victim/b.txt "$WORK/xl/b.txt"
+"$E" extract "$WORK/links.res" "$WORK/xl" 2>"$WORK/xl.err"; rc=$?
+check "extract does not write through a symbolic link to a folder in DIR" \
+	eval '[ $rc -eq 1 ] && [ -z "$(ls -A "$WORK/victim")" ] && [ -L "$WORK/xl/sub" ]'
+check "... and names the entry and the link" \
+	grep -qxF "eifs: $WORK/links.res/sub: $WORK/xl/sub is a symbolic link, not followed; nothing in it is extracted" "$WORK/xl.err"
+check "extract replaces a hard link in DIR: the other name's file keeps its contents" \
+	eval '[ "$(cat "$WORK/precious")" = precious ] && [ "$(cat "$WORK/xl/a.txt")" = new ]'
+check "extract replaces a symbolic link to a file in DIR by the file" \
+	eval '[ ! -L "$WORK/xl/b.txt" ] && [ "$(cat "$WORK/xl/b.txt")" = "new b" ]'
+
+# a file and a folder of the same name: extract writes both under the
+# names the listing shows
+rawres "$WORK/clash.res" 'a' 'the file' 'a\\b' 'in the folder'
+"$E" extract "$WORK/clash.res" "$WORK/xc" 2>/dev/null; rc=$?
+in_folder=$("$E" ls -R "$WORK/clash.res" 2>/dev/null | grep '/b$')
+check "extract of a file and a folder of one name writes both, named as ls shows them" \
+	eval '[ $rc -eq 0 ] && [ "$(cat "$WORK/xc/a")" = "the file" ] && [ -n "$in_folder" ] && [ "$(cat "$WORK/xc/$in_folder")" = "in the folder" ]'
+
+# a full disk (a write that stops short, then ENOSPC): the real error,
+# naming the entry; no partial file, and the file that was there stays
+rawres "$WORK/big.res" 'big' "$(head -c 200000 /dev/zero | tr '\0' x)"
+F=$WORK/full
+mkdir -p "$F"
+full_extract() {
+	printf 'old' > "$F/big"
+	"$@" "$EIFS" extract "$WORK/big.res" "$F" 2>"$WORK/full.err"; rc=$?
+	check "extract on a full disk reports ENOSPC, naming the entry and the file" \
+		eval '[ $rc -eq 1 ] && grep -qxF "eifs: $WORK/big.res/big: $F/big: No space left on device; not extracted" "$WORK/full.err"'
+	check "... leaves no partial file, and the old file as it was" \
+		eval '[ "$(ls -A "$F")" = big ] && [ "$(cat "$F/big")" = old ]'
+}
+# 40 KiB: the first 64 KiB write stops short
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=40k tmpfs "$F" 2>/dev/null; then
+	LOOP_MOUNTS="${LOOP_MOUNTS:-} $F"
+	full_extract
+	umount "$F"
+elif command -v strace >/dev/null && strace -o /dev/null -e inject=write:error=ENOSPC:when=2 true 2>/dev/null; then
+	full_extract strace -o /dev/null -e trace=write -e inject=write:error=ENOSPC:when=2
+else
+	echo "skipped: neither a small tmpfs nor strace's fault injection here (a full disk not staged)"
+fi
+
 # pack: alignment, dedup, cp1251 names, refusal of names cp1251 cannot hold
 mkdir -p "$WORK/p/sub"; printf 'same' > "$WORK/p/a"; printf 'same' > "$WORK/p/b"; printf 'x' > "$WORK/p/sub/Кожа"
 "$E" pack --no-align "$WORK/p" "$WORK/p1.res"
