@@ -47,16 +47,23 @@ static void copy_xattrs(const char *path, int fd)
 	g_free(names);
 }
 
-/* The mode, owner and group of the file replaced, where the caller may
- * give them (a group only, where it may give that), then its extended
- * attributes. */
-static int take_over(int fd, const char *path, const struct stat *old, mode_t mode)
+/* The mode, owner and group of the file replaced, then its extended
+ * attributes.  An owner the caller cannot give (not root, not the owner)
+ * refuses the replacement: the owner, the game's user, could lose the
+ * file.  A group it cannot give (not a member) stays the caller's. */
+static int take_over(int fd, const char *path, const struct stat *old, mode_t mode, struct res_error *err)
 {
+	struct stat now;
+
 	if (old && fchown(fd, old->st_uid, old->st_gid) < 0 && fchown(fd, (uid_t)-1, old->st_gid) < 0) {
-		/* not root, not in the group: the new file is the caller's */
+		/* not in the group: the new file is the caller's group's */
 	}
+	if (old && (fstat(fd, &now) < 0 || now.st_uid != old->st_uid))
+		return res_fail(err, EPERM, 0, "%s belongs to user %u, and a new file made by user %u cannot "
+				"be given to it; left as it is (run eifs as that user, or as root)",
+				path, (unsigned)old->st_uid, (unsigned)geteuid());
 	if (fchmod(fd, old ? old->st_mode & 07777 : mode) < 0)
-		return -1;
+		return res_fail(err, errno, 0, "cannot set the mode of the new %s: %s", path, strerror(errno));
 	if (old)
 		copy_xattrs(path, fd);
 	return 0;
@@ -100,8 +107,8 @@ int replace_begin(struct replacement *r, const char *path, mode_t mode, struct r
 		res_fail(err, errno, 0, "cannot open the folder of %s: %s", r->path, strerror(errno));
 	} else if (open_temporary(r) < 0) {
 		res_fail(err, errno, 0, "cannot make a temporary next to %s: %s", r->path, strerror(errno));
-	} else if (take_over(r->fd, r->path, have_old ? &old : NULL, mode) < 0) {
-		res_fail(err, errno, 0, "cannot set the mode of the new %s: %s", r->path, strerror(errno));
+	} else if (take_over(r->fd, r->path, have_old ? &old : NULL, mode, err) < 0) {
+		;
 	} else {
 		return 0;
 	}

@@ -3,11 +3,12 @@
  * name, and the folder flushed.  The temporary has no name until the
  * rename is near (O_TMPFILE where the file system has it), so that a
  * crash leaves nothing behind.  A symbolic link stays a link: the file it
- * leads to is replaced.  The replaced file's mode is kept, its owner and
- * group where the caller may give them (else the new file is the
+ * leads to is replaced.  The replaced file's mode and owner are kept (a
+ * caller that cannot give the owner, neither root nor the owner, is
+ * refused with EPERM), its group where the caller may give it (else the
  * caller's), and its extended attributes (ACLs among them) where the
- * caller may set them.  Hard links to the old file keep the old contents.  No FUSE,
- * no globals. */
+ * caller may set them.  Hard links to the old file keep the old contents.
+ * No FUSE, no globals. */
 #ifndef EIFS_REPLACE_H
 #define EIFS_REPLACE_H
 

@@ -231,6 +231,19 @@ printf x | "$E" put "$O/ro.res/new.txt" - 2>"$O/ro.err"; rc1=$?
 "$E" rm "$O/ro.res/map.txt" 2>>"$O/ro.err"; rc2=$?
 check "put and rm leave an archive without write permission as it is (EACCES)" \
 	eval '[ $rc1 -eq 1 ] && [ $rc2 -eq 1 ] && [ "$(md5sum < "$O/ro.res")" = "$sum" ] && grep -q "ermission" "$O/ro.err"'
+# a compaction by a user who may write the archive (its group) but cannot
+# give the new file its owner: refused, not made the caller's
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+	own=$(mktemp -d /tmp/eifs-owner.XXXXXX) && chmod 0775 "$own" && chgrp 2000 "$own"
+	fresh texts.res && cp "$WORK/texts.res" "$own/o.res"
+	printf x | "$E" put "$own/o.res/dead space.txt" - && "$E" rm "$own/o.res/dead space.txt"
+	chown 1000:2000 "$own/o.res" && chmod 0660 "$own/o.res"
+	sum=$(md5sum < "$own/o.res")
+	setpriv --reuid=1001 --regid=2000 --clear-groups "$E" compact "$own/o.res" 2>"$O/owner.err"; rc=$?
+	check "a compaction that cannot keep the archive's owner is refused (EPERM) and changes nothing" \
+		eval '[ $rc -ne 0 ] && grep -q "belongs to user 1000" "$O/owner.err" && [ "$(stat -c %u:%g "$own/o.res")" = 1000:2000 ] && [ "$(md5sum < "$own/o.res")" = "$sum" ] && [ "$(ls -A "$own")" = o.res ]'
+	rm -rf "$own"
+fi
 # case duplicates: the name the tree shows (NAME~TAG) is the entry changed
 rawres "$O/dup.res" 'Q.TXT' upper 'q.txt' lower
 "$E" put "$O/dup.res/Q.TXT~780dbd4a" "$O/new.txt" 2>/dev/null
