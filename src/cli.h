@@ -35,4 +35,9 @@ int cli_has_res_magic(const char *path);
 
 void cli_usage(FILE *to);
 
+/* Raises the soft limit on open files to the hard one: a tree holds every
+ * archive of a folder open (and plain files once read), and a game folder
+ * may have more than the usual soft limit of 1024. */
+void cli_raise_fd_limit(void);
+
 #endif

@@ -12,7 +12,6 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -143,17 +142,6 @@ static int parse_mount_args(int argc, char **argv, struct mount_args *m)
 		return -1;
 	}
 	return 0;
-}
-
-/* Archives stay open while mounted, and plain files once read. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 }
 
 /* Test hook, not a user option: EIFS_FAULT_STEP=N kills the daemon
@@ -666,7 +654,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 
 	log_set_debug(m->debug);
 	crash_report_install();
-	raise_fd_limit();
+	cli_raise_fd_limit();
 	/* before any thread: they inherit its mask.  EIFS_NO_WATCH (a test
 	 * hook) leaves every check to a stat, as on a network share */
 	if (!getenv("EIFS_NO_WATCH"))

@@ -667,6 +667,27 @@ static unsigned check_archive(struct tree *t, struct tree_node *a)
 	return c.problems;
 }
 
+/* A file named as an archive that the tree shows as a file: none (no RES
+ * magic) is fine; one with the magic is a problem, and so is one that
+ * cannot be read at all, for the tree shows such a file as a plain file
+ * too (the open failed: EACCES, EMFILE), and it may well be an archive. */
+static unsigned check_archive_named(struct tree *t, struct tree_node *c)
+{
+	unsigned char magic[4];
+	ssize_t got = tree_read(t, c, magic, 4, 0);
+	char *p;
+
+	if (got >= 0 && !(got == 4 && res_is_magic(magic, 4)))
+		return 0;
+	p = tree_path(c);
+	if (got < 0)
+		printf("%s: cannot be opened: %s\n", p, strerror((int)-got));
+	else
+		printf("%s: has the RES magic but cannot be opened as an archive\n", p);
+	g_free(p);
+	return 1;
+}
+
 /* Nested archives below n; an entry that has the RES magic but could not
  * be opened as an archive counts as a problem too. */
 static unsigned check_tree(struct tree *t, struct tree_node *n)
@@ -678,20 +699,13 @@ static unsigned check_tree(struct tree *t, struct tree_node *n)
 		return 1;
 	for (uint32_t i = 0; i < d->count; i++) {
 		struct tree_node *c = &d->child[i];
-		unsigned char magic[4];
 
 		if (c->kind == NODE_ARCHIVE)
 			problems += check_archive(t, c);
 		else if (c->kind == NODE_VDIR || c->kind == NODE_FOLDER)
 			problems += check_tree(t, c);
-		else if (names_is_archive_ext(c->name)
-			 && tree_read(t, c, magic, 4, 0) == 4 && res_is_magic(magic, 4)) {
-			char *p = tree_path(c);
-
-			printf("%s: has the RES magic but cannot be opened as an archive\n", p);
-			g_free(p);
-			problems++;
-		}
+		else if (names_is_archive_ext(c->name))
+			problems += check_archive_named(t, c);
 	}
 	return problems;
 }

@@ -1,5 +1,6 @@
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 
@@ -22,6 +23,16 @@ void cli_usage(FILE *to)
 	      "  eifs compact ARCHIVE                          reclaim the space replaced data left\n"
 	      "  eifs --help | --version\n"
 	      "See eifs(1).\n", to);
+}
+
+void cli_raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 int main(int argc, char **argv)
@@ -51,8 +62,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "mount"))
 		return cmd_mount(argc - 2, argv + 2, 0);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (!strcmp(argv[1], commands[i].name))
+		if (!strcmp(argv[1], commands[i].name)) {
+			cli_raise_fd_limit(); /* the offline commands open trees too */
 			return commands[i].run(argc - 2, argv + 2);
+		}
 	if (argv[1][0] != '-' && argc >= 3)
 		return cmd_mount(argc - 1, argv + 1, 1);
 	fprintf(stderr, "eifs: unknown command '%s'\n", argv[1]);

@@ -122,4 +122,30 @@ printf '\074\342\234\001\012\000\000\000\020\000\000\000\000\000\000\000' > "$WO
 "$E" check "$WORK/trunc.res" > "$WORK/chk2" 2>&1; rc=$?
 check "check of a truncated table fails, naming the offset" eval '[ $rc -ne 0 ] && grep -q '\''offset 4'\'' "$WORK/chk2"'
 
+# check opens every archive of a folder, however many: the soft limit on
+# open files is raised to the hard one, as the mount raises it
+mkdir "$WORK/many" && "$E" pack "$WORK/nothing" "$WORK/many/a0.res"
+i=1; while [ $i -lt 300 ]; do ln "$WORK/many/a0.res" "$WORK/many/a$i.res"; i=$((i + 1)); done
+(ulimit -S -n 256 && "$E" check "$WORK/many") > "$WORK/many.out" 2>"$WORK/many.err"; rc=$?
+check "check of 300 archives under a soft limit of 256 open files checks each" \
+	eval '[ $rc -eq 0 ] && [ "$(grep -c ": 0 entries, ok$" "$WORK/many.out")" -eq 300 ]'
+(ulimit -n 256 && "$E" check "$WORK/many") > "$WORK/many.out" 2>"$WORK/many.err"; rc=$?
+check "... and under a hard limit, each archive it cannot open is a problem, named with the reason" \
+	eval '[ $rc -eq 1 ] && [ "$(grep -c "^many/a[0-9]*\.res: cannot be opened: Too many open files$" "$WORK/many.out")" -eq $((300 - $(grep -c ": 0 entries, ok$" "$WORK/many.out"))) ]'
+# an archive another user cannot read is a problem for them
+if [ "$(id -u)" -eq 0 ] && command -v runuser >/dev/null && runuser -u nobody -- test -x "$E"; then
+	as_user() { runuser -u nobody -- "$@"; }
+else
+	as_user() { "$@"; }
+fi
+chmod 755 "$WORK" && mkdir -m 755 "$WORK/unread" && cp "$DEMO/texts.res" "$WORK/unread/good.res"
+cp "$DEMO/texts.res" "$WORK/unread/bad.res" && chmod 000 "$WORK/unread/bad.res"
+if as_user test -r "$WORK/unread/bad.res"; then
+	echo "SKIP: no user here for whom a mode 000 file is unreadable"
+else
+	as_user "$E" check "$WORK/unread" > "$WORK/unread.out" 2>/dev/null; rc=$?
+	check "check of a folder with an archive it cannot read fails, naming it and the errno" \
+		eval '[ $rc -eq 1 ] && grep -qx "unread/bad.res: cannot be opened: Permission denied" "$WORK/unread.out" && grep -q "good.res: .* entries, ok" "$WORK/unread.out"'
+fi
+
 finish
