@@ -117,11 +117,60 @@ static struct tree_node **sorted_children(const struct tree_dir *d)
 	return sorted;
 }
 
-static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, int lng, int recursive)
+struct listing {
+	int lng, recursive;
+	GArray *folders; /* struct folder_id: the folders on the current path */
+};
+
+/* A folder as the disk knows it: links may show it under other paths. */
+struct folder_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+static int folder_id(struct tree *t, const struct tree_node *n, struct folder_id *id)
+{
+	char *path = tree_real_path(t, n);
+	struct stat st;
+	int rc = stat(path, &st);
+
+	g_free(path);
+	if (rc == 0)
+		*id = (struct folder_id){ st.st_dev, st.st_ino };
+	return rc;
+}
+
+/* Whether ls -R goes into n.  Not into a folder already on the path being
+ * listed: a link up the tree (a/up -> ..) leads there again, and the
+ * listing would go round until names grew too long or files ran out.
+ * Other links to folders are followed, as the mount shows them. */
+static int may_enter(struct tree *t, struct tree_node *n, const struct listing *ls)
+{
+	struct folder_id id = { 0 };
+
+	if (n->kind != NODE_FOLDER || folder_id(t, n, &id) < 0)
+		return 1;
+	for (guint i = 0; i < ls->folders->len; i++) {
+		const struct folder_id *a = &g_array_index(ls->folders, struct folder_id, i);
+
+		if (a->dev == id.dev && a->ino == id.ino) {
+			char *p = tree_path(n);
+
+			fprintf(stderr, "eifs: ls: %s: a folder being listed already (a link up the tree); not entered\n", p);
+			g_free(p);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, struct listing *ls)
 {
 	const struct tree_dir *d;
 	struct tree_node **sorted;
+	struct folder_id self;
 	int rc = tree_children(t, dir, &d), status = EXIT_OK;
+	guint depth = ls->folders->len;
 
 	if (rc < 0) {
 		char *p = tree_path(dir);
@@ -130,31 +179,35 @@ static int list_dir(struct tree *t, struct tree_node *dir, const char *prefix, i
 		g_free(p);
 		return EXIT_PROBLEMS;
 	}
+	if (dir->kind == NODE_FOLDER && folder_id(t, dir, &self) == 0)
+		g_array_append_val(ls->folders, self);
 	sorted = sorted_children(d);
 	for (uint32_t i = 0; i < d->count; i++) {
 		struct tree_node *n = sorted[i];
 		char *path = *prefix ? g_strconcat(prefix, "/", n->name, NULL) : g_strdup(n->name);
 
-		print_node(t, n, recursive ? path : n->name, lng);
-		if (recursive && tree_is_dir(n) && list_dir(t, n, path, lng, 1) != EXIT_OK)
+		print_node(t, n, ls->recursive ? path : n->name, ls->lng);
+		if (ls->recursive && tree_is_dir(n) && may_enter(t, n, ls) && list_dir(t, n, path, ls) != EXIT_OK)
 			status = EXIT_PROBLEMS;
 		g_free(path);
 	}
 	g_free(sorted);
+	g_array_set_size(ls->folders, depth);
 	return status;
 }
 
 int cmd_ls(int argc, char **argv)
 {
-	int lng = 0, recursive = 0, opt, status = EXIT_OK;
+	struct listing ls = { 0 };
+	int opt, status = EXIT_OK;
 
 	optind = 0;
 	opterr = 0;
 	while ((opt = getopt(argc + 1, argv - 1, "lR")) != -1) {
 		if (opt == 'l') {
-			lng = 1;
+			ls.lng = 1;
 		} else if (opt == 'R') {
-			recursive = 1;
+			ls.recursive = 1;
 		} else {
 			fprintf(stderr, "eifs ls: unknown option '-%c'\n", optopt);
 			return EXIT_USAGE;
@@ -165,6 +218,7 @@ int cmd_ls(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	views = view_cache_new(64u << 20);
+	ls.folders = g_array_new(FALSE, FALSE, sizeof(struct folder_id));
 	for (int i = optind - 1; i < argc; i++) {
 		struct tree *t = NULL;
 		struct tree_node *n = cli_open_path(argv[i], &t);
@@ -172,11 +226,12 @@ int cmd_ls(int argc, char **argv)
 		if (!n)
 			status = t ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
 		else if (!tree_is_dir(n))
-			print_node(t, n, argv[i], lng);
-		else if (list_dir(t, n, "", lng, recursive) != EXIT_OK)
+			print_node(t, n, argv[i], ls.lng);
+		else if (list_dir(t, n, "", &ls) != EXIT_OK)
 			status = EXIT_PROBLEMS;
 		tree_free(t);
 	}
+	g_array_unref(ls.folders);
 	view_cache_free(views);
 	return status;
 }
@@ -688,8 +743,10 @@ static unsigned check_archive_named(struct tree *t, struct tree_node *c)
 	return 1;
 }
 
-/* Nested archives below n; an entry that has the RES magic but could not
- * be opened as an archive counts as a problem too. */
+/* The archives shown directly in n, nested ones below them; an entry that
+ * has the RES magic but could not be opened as an archive counts as a
+ * problem too.  Sub-folders of a folder are not entered (eifs(1) says
+ * so): links among folders may lead round in circles. */
 static unsigned check_tree(struct tree *t, struct tree_node *n)
 {
 	const struct tree_dir *d;
@@ -702,7 +759,7 @@ static unsigned check_tree(struct tree *t, struct tree_node *n)
 
 		if (c->kind == NODE_ARCHIVE)
 			problems += check_archive(t, c);
-		else if (c->kind == NODE_VDIR || c->kind == NODE_FOLDER)
+		else if (c->kind == NODE_VDIR)
 			problems += check_tree(t, c);
 		else if (names_is_archive_ext(c->name))
 			problems += check_archive_named(t, c);

@@ -148,4 +148,15 @@ else
 		eval '[ $rc -eq 1 ] && grep -qx "unread/bad.res: cannot be opened: Permission denied" "$WORK/unread.out" && grep -q "good.res: .* entries, ok" "$WORK/unread.out"'
 fi
 
+# check of a folder does not enter sub-folders; ls -R does, but not one
+# already on its path (a link up the tree)
+mkdir -p "$WORK/lp/a" && cp "$DEMO/texts.res" "$WORK/lp/top.res" && cp "$DEMO/texts.res" "$WORK/lp/a/t.res"
+ln -s .. "$WORK/lp/a/up"
+"$E" check "$WORK/lp" > "$WORK/lp.out" 2>&1; rc=$?
+check "check of a folder checks its own archives only" \
+	eval '[ $rc -eq 0 ] && [ "$(cat "$WORK/lp.out")" = "$("$E" check "$DEMO/texts.res" | sed "s|^texts.res:|lp/top.res:|")" ]'
+"$E" ls -R "$WORK/lp" > "$WORK/lp.ls" 2>"$WORK/lp.err"; rc=$?
+check "ls -R lists a link to a folder on its path once, without entering it, with a note" \
+	eval '[ $rc -eq 0 ] && grep -qx "a/up" "$WORK/lp.ls" && ! grep -q "^a/up/" "$WORK/lp.ls" && grep -q "a/up: .*not entered" "$WORK/lp.err" && grep -qx "a/t.res/map.txt" "$WORK/lp.ls"'
+
 finish
