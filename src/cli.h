@@ -40,4 +40,9 @@ void cli_usage(FILE *to);
  * may have more than the usual soft limit of 1024. */
 void cli_raise_fd_limit(void);
 
+/* A write to standard output failed with err: the command's status
+ * becomes 1 and the reason is told once, after the command (main.c also
+ * finds a failure of the last flush by itself). */
+void cli_stdout_failed(int err);
+
 #endif

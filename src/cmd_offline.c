@@ -259,6 +259,8 @@ static int write_view(struct tree *t, struct tree_node *n, const char *arg, FILE
 	/* an empty view has no data pointer, which fwrite may not get */
 	int ok = out && (out->len == 0 || fwrite(out->data, 1, out->len, to) == out->len);
 
+	if (out && !ok)
+		cli_stdout_failed(errno);
 	if (out)
 		g_byte_array_unref(out);
 	return ok ? EXIT_OK : EXIT_PROBLEMS;
@@ -277,7 +279,7 @@ static int cat_node(struct tree *t, struct tree_node *n, const char *arg)
 	while ((got = tree_read(t, n, buf, CHUNK, off)) > 0) {
 		if (fwrite(buf, 1, (size_t)got, stdout) != (size_t)got) {
 			g_free(buf);
-			fprintf(stderr, "eifs: cat: write error: %s\n", strerror(errno));
+			cli_stdout_failed(errno);
 			return EXIT_PROBLEMS;
 		}
 		off += (uint64_t)got;
@@ -310,9 +312,9 @@ int cmd_cat(int argc, char **argv)
 		} else if (cat_node(t, n, argv[i]) != EXIT_OK)
 			status = EXIT_PROBLEMS;
 		tree_free(t);
+		if (ferror(stdout))
+			break; /* nothing more would get there */
 	}
-	if (fflush(stdout) != 0)
-		status = EXIT_PROBLEMS;
 	return status;
 }
 
@@ -353,18 +355,29 @@ static GByteArray *mip_level_bytes(struct tree *t, struct tree_node *src, unsign
 
 static int write_out(const char *path, const GByteArray *data)
 {
-	FILE *to = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
-	int ok;
+	FILE *to;
+	int err = 0;
 
+	if (strcmp(path, "-") == 0) {
+		/* main flushes standard output, and tells of a failure */
+		if (data->len == 0 || fwrite(data->data, 1, data->len, stdout) == data->len)
+			return EXIT_OK;
+		cli_stdout_failed(errno);
+		return EXIT_PROBLEMS;
+	}
+	to = fopen(path, "wb");
 	if (!to) {
 		fprintf(stderr, "eifs: %s: %s\n", path, strerror(errno));
 		return EXIT_PROBLEMS;
 	}
-	ok = fwrite(data->data, 1, data->len, to) == data->len;
-	ok = (to == stdout ? fflush(to) : fclose(to)) == 0 && ok;
-	if (!ok)
-		fprintf(stderr, "eifs: %s: write error\n", path);
-	return ok ? EXIT_OK : EXIT_PROBLEMS;
+	errno = 0;
+	if (data->len > 0 && fwrite(data->data, 1, data->len, to) != data->len)
+		err = errno ? errno : EIO;
+	if (fclose(to) != 0 && !err)
+		err = errno;
+	if (err)
+		fprintf(stderr, "eifs: %s: %s\n", path, strerror(err));
+	return err ? EXIT_PROBLEMS : EXIT_OK;
 }
 
 static int convert_usage(void)

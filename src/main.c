@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -35,6 +36,30 @@ void cli_raise_fd_limit(void)
 	}
 }
 
+/* The first write error on standard output, told once at the end. */
+static int stdout_errno;
+
+void cli_stdout_failed(int err)
+{
+	if (!stdout_errno)
+		stdout_errno = err ? err : EIO;
+}
+
+/* A listing cut short by a full disk or a closed pipe must not look
+ * complete to a script: the status says it, and standard error why. */
+static int finish_stdout(int status)
+{
+	errno = 0;
+	if (fflush(stdout) != 0)
+		cli_stdout_failed(errno);
+	else if (ferror(stdout))
+		cli_stdout_failed(EIO); /* the failed write's errno is gone */
+	if (!stdout_errno)
+		return status;
+	fprintf(stderr, "eifs: standard output: %s\n", strerror(stdout_errno));
+	return status == EXIT_OK ? EXIT_PROBLEMS : status;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -53,18 +78,18 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		cli_usage(stdout);
-		return EXIT_OK;
+		return finish_stdout(EXIT_OK);
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
 		printf("eifs %s\n", PACKAGE_VERSION);
-		return EXIT_OK;
+		return finish_stdout(EXIT_OK);
 	}
 	if (!strcmp(argv[1], "mount"))
 		return cmd_mount(argc - 2, argv + 2, 0);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(argv[1], commands[i].name)) {
 			cli_raise_fd_limit(); /* the offline commands open trees too */
-			return commands[i].run(argc - 2, argv + 2);
+			return finish_stdout(commands[i].run(argc - 2, argv + 2));
 		}
 	if (argv[1][0] != '-' && argc >= 3)
 		return cmd_mount(argc - 1, argv + 1, 1);

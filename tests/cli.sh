@@ -159,4 +159,13 @@ check "check of a folder checks its own archives only" \
 check "ls -R lists a link to a folder on its path once, without entering it, with a note" \
 	eval '[ $rc -eq 0 ] && grep -qx "a/up" "$WORK/lp.ls" && ! grep -q "^a/up/" "$WORK/lp.ls" && grep -q "a/up: .*not entered" "$WORK/lp.err" && grep -qx "a/t.res/map.txt" "$WORK/lp.ls"'
 
+# a write error on standard output fails the command, saying why
+if [ -w /dev/full ]; then
+	for cmd in "ls -l $DEMO/texts.res" "check $DEMO/texts.res" "cat $DEMO/texts.res/map.txt" "convert $DEMO/config.reg -"; do
+		$E $cmd > /dev/full 2>"$WORK/full.err"; rc=$?
+		check "$(echo "$cmd" | cut -d' ' -f1) to a full device exits 1 with the reason" \
+			eval '[ $rc -eq 1 ] && [ "$(cat "$WORK/full.err")" = "eifs: standard output: No space left on device" ]'
+	done
+fi
+
 finish
