@@ -22,6 +22,12 @@ struct pack_list {
 	GPtrArray *owned;    /* names and paths to free */
 	int64_t fixed_time;  /* -1: each file's mtime */
 	int errors;
+	/* OUT may lie in DIR: it and its temporaries are not packed */
+	int have_out;        /* OUT exists: out is it */
+	struct stat out;
+	int have_out_dir;    /* out_dir is the folder OUT is written in */
+	struct stat out_dir;
+	char *tmp_prefix;    /* ".NAME.eifs-", the temporaries' names (replace.c) */
 };
 
 static void add_file(struct pack_list *l, const char *path, const char *rel, const struct stat *st)
@@ -51,7 +57,65 @@ static void add_file(struct pack_list *l, const char *path, const char *rel, con
 	g_array_append_val(l->items, it);
 }
 
-static void walk(struct pack_list *l, const char *dir, const char *rel)
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* What OUT is before the pack: the file a link leads to, which is what
+ * is replaced, and the folder its temporaries are made in. */
+static void find_out(struct pack_list *l, const char *out)
+{
+	char *real = realpath(out, NULL);
+	char *path = real ? g_strdup(real) : g_strdup(out);
+	char *dir = g_path_get_dirname(path), *base = g_path_get_basename(path);
+
+	l->have_out = stat(path, &l->out) == 0;
+	l->have_out_dir = stat(dir, &l->out_dir) == 0;
+	l->tmp_prefix = g_strconcat(".", base, ".eifs-", NULL);
+	free(real);
+	g_free(path);
+	g_free(dir);
+	g_free(base);
+}
+
+/* Whether the file name in the folder dir is OUT or a temporary of a
+ * pack to OUT: with OUT inside DIR, a second pack would nest the first
+ * one's archive in the new one. */
+static const char *own_output(const struct pack_list *l, const struct stat *dir, const char *name,
+			      const struct stat *st)
+{
+	if (l->have_out && same_file(st, &l->out))
+		return "the archive being written";
+	if (l->have_out_dir && same_file(dir, &l->out_dir) && g_str_has_prefix(name, l->tmp_prefix))
+		return "a temporary of a pack to that archive";
+	return NULL;
+}
+
+static void walk(struct pack_list *l, const char *dir, const struct stat *dir_st, const char *rel);
+
+static void walk_entry(struct pack_list *l, const char *path, const char *sub, const char *name,
+		       const struct stat *dir_st)
+{
+	struct stat st, lst;
+	const char *own;
+
+	if (lstat(path, &lst) < 0 || stat(path, &st) < 0) {
+		fprintf(stderr, "eifs: pack: %s: %s\n", path, strerror(errno));
+		l->errors++;
+	} else if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode)) {
+		/* a link may lead back up the tree: never followed */
+		fprintf(stderr, "eifs: pack: warning: %s: symbolic link to a folder skipped\n", path);
+	} else if (S_ISDIR(st.st_mode)) {
+		walk(l, path, &st, sub);
+	} else if (S_ISREG(st.st_mode) && (own = own_output(l, dir_st, name, &st))) {
+		fprintf(stderr, "eifs: pack: note: %s: %s, not packed\n", path, own);
+	} else if (S_ISREG(st.st_mode)) {
+		add_file(l, path, sub, &st);
+	}
+}
+
+static void walk(struct pack_list *l, const char *dir, const struct stat *dir_st, const char *rel)
 {
 	GDir *d = g_dir_open(dir, 0, NULL);
 	const char *name;
@@ -64,19 +128,8 @@ static void walk(struct pack_list *l, const char *dir, const char *rel)
 	while ((name = g_dir_read_name(d))) {
 		char *path = g_build_filename(dir, name, NULL);
 		char *sub = *rel ? g_strconcat(rel, "/", name, NULL) : g_strdup(name);
-		struct stat st, lst;
 
-		if (lstat(path, &lst) < 0 || stat(path, &st) < 0) {
-			fprintf(stderr, "eifs: pack: %s: %s\n", path, strerror(errno));
-			l->errors++;
-		} else if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode)) {
-			/* a link may lead back up the tree: never followed */
-			fprintf(stderr, "eifs: pack: warning: %s: symbolic link to a folder skipped\n", path);
-		} else if (S_ISDIR(st.st_mode)) {
-			walk(l, path, sub);
-		} else if (S_ISREG(st.st_mode)) {
-			add_file(l, path, sub, &st);
-		}
+		walk_entry(l, path, sub, name, dir_st);
 		g_free(path);
 		g_free(sub);
 	}
@@ -176,11 +229,13 @@ int cmd_pack(int argc, char **argv)
 	}
 	l.items = g_array_new(FALSE, TRUE, sizeof(struct res_pack_item));
 	l.owned = g_ptr_array_new_with_free_func(g_free);
-	walk(&l, argv[0], "");
+	find_out(&l, argv[1]);
+	walk(&l, argv[0], &st, "");
 	rc = l.errors ? -1 : write_archive(argv[1], &l, &opt);
 	if (rc == 0)
 		warn_case_duplicates((struct res_pack_item *)(void *)l.items->data, l.items->len);
 	g_array_unref(l.items);
 	g_ptr_array_unref(l.owned);
+	g_free(l.tmp_prefix);
 	return rc == 0 ? EXIT_OK : EXIT_PROBLEMS;
 }

@@ -112,6 +112,13 @@ check "cp1251 name packed and read back" sh -c "'$E' cat '$WORK/p2.res/sub/Ко�
 touch "$WORK/p/中"; "$E" pack "$WORK/p" "$WORK/p3.res" 2>"$WORK/p3.err"; rc=$?
 check "pack refuses a name cp1251 cannot hold" eval '[ $rc -eq 1 ] && grep -q '\''cp1251'\'' "$WORK/p3.err" && [ ! -e "$WORK/p3.res" ]'
 check "a failed pack leaves no temp file" sh -c "! ls '$WORK' | grep -q eifs-tmp"
+# pack into its own DIR: the earlier OUT and eifs' temporaries beside it
+# are not packed (a second run nested the first archive)
+mkdir "$WORK/self" && printf x > "$WORK/self/a"
+"$E" pack "$WORK/self" "$WORK/self/out.res" 2>/dev/null && : > "$WORK/self/.out.res.eifs-0badf00d"
+"$E" pack "$WORK/self" "$WORK/self/out.res" 2>"$WORK/self.err"; rc=$?
+check "pack of a DIR holding OUT leaves out OUT and its temporaries, with a note" \
+	eval '[ $rc -eq 0 ] && "$E" ls "$WORK/self/out.res" | grep -qx a && ! "$E" ls "$WORK/self/out.res" | grep -q -e out.res -e eifs- && [ "$(grep -c "not packed" "$WORK/self.err")" -eq 2 ]'
 
 # check: good archives pass; broken ones fail with the offset named
 check "check passes on every demo archive" "$E" check "$DEMO/texts.res" "$DEMO/figures.res" "$DEMO/quests.res" "$DEMO/maps/zone1.mpr"
