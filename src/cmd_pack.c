@@ -94,14 +94,26 @@ static const char *own_output(const struct pack_list *l, const struct stat *dir,
 
 static void walk(struct pack_list *l, const char *dir, const struct stat *dir_st, const char *rel);
 
+/* A link's stat failed so: it leads to no file (a dangling link, a loop
+ * of links), rather than to one that cannot be read. */
+static int leads_nowhere(int err)
+{
+	return err == ENOENT || err == ENOTDIR || err == ELOOP;
+}
+
 static void walk_entry(struct pack_list *l, const char *path, const char *sub, const char *name,
 		       const struct stat *dir_st)
 {
-	struct stat st, lst;
+	struct stat st, lst = { 0 };
+	int err = lstat(path, &lst) < 0 || stat(path, &st) < 0 ? errno : 0;
 	const char *own;
 
-	if (lstat(path, &lst) < 0 || stat(path, &st) < 0) {
-		fprintf(stderr, "eifs: pack: %s: %s\n", path, strerror(errno));
+	if (err && S_ISLNK(lst.st_mode) && leads_nowhere(err)) {
+		/* the mount does not show it either */
+		fprintf(stderr, "eifs: pack: warning: %s: symbolic link to nothing (%s) skipped\n", path,
+			strerror(err));
+	} else if (err) {
+		fprintf(stderr, "eifs: pack: %s: %s\n", path, strerror(err));
 		l->errors++;
 	} else if (S_ISDIR(st.st_mode) && S_ISLNK(lst.st_mode)) {
 		/* a link may lead back up the tree: never followed */
@@ -134,6 +146,31 @@ static void walk(struct pack_list *l, const char *dir, const struct stat *dir_st
 		g_free(sub);
 	}
 	g_dir_close(d);
+}
+
+/* Two files that get the same name in the archive (a file named a\b
+ * beside a folder a holding b): the game and eifs would find only one,
+ * and check rejects the archive, so the pack fails. */
+static int refuse_identical_names(struct pack_list *l)
+{
+	GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal); /* name: path */
+	int dups = 0;
+
+	for (guint i = 0; i < l->items->len; i++) {
+		const struct res_pack_item *it = &g_array_index(l->items, struct res_pack_item, i);
+		const char *other = g_hash_table_lookup(seen, it->name);
+
+		if (other) {
+			fprintf(stderr, "eifs: pack: %s and %s: identical names in the archive; rename one\n",
+				other, it->path);
+			dups++;
+		} else {
+			g_hash_table_insert(seen, it->name, (char *)it->path);
+		}
+	}
+	g_hash_table_destroy(seen);
+	l->errors += dups;
+	return dups;
 }
 
 static int warn_case_duplicates(const struct res_pack_item *items, guint n)
@@ -231,6 +268,7 @@ int cmd_pack(int argc, char **argv)
 	l.owned = g_ptr_array_new_with_free_func(g_free);
 	find_out(&l, argv[1]);
 	walk(&l, argv[0], &st, "");
+	refuse_identical_names(&l);
 	rc = l.errors ? -1 : write_archive(argv[1], &l, &opt);
 	if (rc == 0)
 		warn_case_duplicates((struct res_pack_item *)(void *)l.items->data, l.items->len);

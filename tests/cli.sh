@@ -119,6 +119,16 @@ mkdir "$WORK/self" && printf x > "$WORK/self/a"
 "$E" pack "$WORK/self" "$WORK/self/out.res" 2>"$WORK/self.err"; rc=$?
 check "pack of a DIR holding OUT leaves out OUT and its temporaries, with a note" \
 	eval '[ $rc -eq 0 ] && "$E" ls "$WORK/self/out.res" | grep -qx a && ! "$E" ls "$WORK/self/out.res" | grep -q -e out.res -e eifs- && [ "$(grep -c "not packed" "$WORK/self.err")" -eq 2 ]'
+# a dangling link is skipped (a mount does not show it either)
+mkdir "$WORK/dl" && printf x > "$WORK/dl/a" && ln -s nowhere "$WORK/dl/gone"
+"$E" pack "$WORK/dl" "$WORK/dl.res" 2>"$WORK/dl.err"; rc=$?
+check "pack skips a dangling symbolic link with a warning" \
+	eval '[ $rc -eq 0 ] && "$E" ls "$WORK/dl.res" | grep -qx a && ! "$E" ls "$WORK/dl.res" | grep -q gone && grep -q "dl/gone: .*skipped" "$WORK/dl.err"'
+# a file named a\b beside a/b: one archive name for two files
+mkdir -p "$WORK/id/a" && printf 1 > "$WORK/id/a/b" && printf 2 > "$WORK/id/a\\b"
+"$E" pack "$WORK/id" "$WORK/id.res" 2>"$WORK/id.err"; rc=$?
+check "pack fails on two files of identical archive names, and writes nothing" \
+	eval '[ $rc -eq 1 ] && grep -q "identical names" "$WORK/id.err" && [ ! -e "$WORK/id.res" ]'
 
 # check: good archives pass; broken ones fail with the offset named
 check "check passes on every demo archive" "$E" check "$DEMO/texts.res" "$DEMO/figures.res" "$DEMO/quests.res" "$DEMO/maps/zone1.mpr"
