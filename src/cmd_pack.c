@@ -79,6 +79,22 @@ static void find_out(struct pack_list *l, const char *out)
 	g_free(base);
 }
 
+/* OUT is replaced, which its folder's permission alone would allow: as
+ * put and compact do, pack leaves alone an OUT that has no write
+ * permission bits (root too) or that the caller may not write. */
+static int out_writable(const struct pack_list *l, const char *out)
+{
+	int code = 0;
+
+	if (l->have_out && !(l->out.st_mode & 0222))
+		code = EACCES;
+	else if (l->have_out && faccessat(AT_FDCWD, out, W_OK, AT_EACCESS) < 0)
+		code = errno;
+	if (code)
+		fprintf(stderr, "eifs: pack: %s: not writable (%s); it is left as it is\n", out, strerror(code));
+	return !code;
+}
+
 /* Whether the file name in the folder dir is OUT or a temporary of a
  * pack to OUT: with OUT inside DIR, a second pack would nest the first
  * one's archive in the new one. */
@@ -267,8 +283,12 @@ int cmd_pack(int argc, char **argv)
 	l.items = g_array_new(FALSE, TRUE, sizeof(struct res_pack_item));
 	l.owned = g_ptr_array_new_with_free_func(g_free);
 	find_out(&l, argv[1]);
-	walk(&l, argv[0], &st, "");
-	refuse_identical_names(&l);
+	if (!out_writable(&l, argv[1])) {
+		l.errors++;
+	} else {
+		walk(&l, argv[0], &st, "");
+		refuse_identical_names(&l);
+	}
 	rc = l.errors ? -1 : write_archive(argv[1], &l, &opt);
 	if (rc == 0)
 		warn_case_duplicates((struct res_pack_item *)(void *)l.items->data, l.items->len);

@@ -129,6 +129,11 @@ mkdir -p "$WORK/id/a" && printf 1 > "$WORK/id/a/b" && printf 2 > "$WORK/id/a\\b"
 "$E" pack "$WORK/id" "$WORK/id.res" 2>"$WORK/id.err"; rc=$?
 check "pack fails on two files of identical archive names, and writes nothing" \
 	eval '[ $rc -eq 1 ] && grep -q "identical names" "$WORK/id.err" && [ ! -e "$WORK/id.res" ]'
+# OUT without write permission bits is left alone, by root too, as put does
+cp "$WORK/p1.res" "$WORK/ro.res" && chmod 444 "$WORK/ro.res"
+"$E" pack "$WORK/dl" "$WORK/ro.res" 2>"$WORK/ro.err"; rc=$?
+check "pack refuses to replace an OUT without write permission (EACCES)" \
+	eval '[ $rc -eq 1 ] && cmp -s "$WORK/p1.res" "$WORK/ro.res" && grep -q "Permission denied" "$WORK/ro.err"'
 
 # check: good archives pass; broken ones fail with the offset named
 check "check passes on every demo archive" "$E" check "$DEMO/texts.res" "$DEMO/figures.res" "$DEMO/quests.res" "$DEMO/maps/zone1.mpr"
