@@ -2,12 +2,14 @@
 #define _GNU_SOURCE
 #include "replace.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/xattr.h>
 #include <glib.h>
 
@@ -69,7 +71,59 @@ static int take_over(int fd, const char *path, const struct stat *old, mode_t mo
 	return 0;
 }
 
-/* A temporary with no name, or a hidden one next to path's file. */
+/* Whether name is a temporary of a replacement of base: ".BASE.eifs-"
+ * and the 6 (mkstemp's) or 8 (name_temporary's) letters or digits. */
+static int is_temporary_of(const char *name, const char *base)
+{
+	size_t blen = strlen(base), tail;
+
+	if (name[0] != '.' || strncmp(name + 1, base, blen) != 0 || strncmp(name + 1 + blen, ".eifs-", 6) != 0)
+		return 0;
+	name += 1 + blen + 6;
+	tail = strlen(name);
+	if (tail != 6 && tail != 8)
+		return 0;
+	for (; *name; name++)
+		if (!g_ascii_isalnum(*name))
+			return 0;
+	return 1;
+}
+
+/* Removes the temporaries of earlier replacements of base that a crash
+ * left in the folder (each a whole copy of the file).  One in use is
+ * locked by its maker (open_temporary) and stays. */
+static void remove_stale_temporaries(int dir_fd, const char *base)
+{
+	int fd = dup(dir_fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat held, named;
+		int t;
+
+		if (!is_temporary_of(de->d_name, base))
+			continue;
+		t = openat(dir_fd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (t < 0)
+			continue;
+		/* the name must still lead to the file locked: unlink by name */
+		if (flock(t, LOCK_EX | LOCK_NB) == 0 && fstat(t, &held) == 0 && S_ISREG(held.st_mode)
+		    && fstatat(dir_fd, de->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0
+		    && held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+			unlinkat(dir_fd, de->d_name, 0);
+		close(t);
+	}
+	closedir(d);
+}
+
+/* A temporary with no name, or a hidden one next to path's file, locked
+ * while it is in use (remove_stale_temporaries). */
 static int open_temporary(struct replacement *r)
 {
 	char *base = g_path_get_basename(r->path);
@@ -85,6 +139,9 @@ static int open_temporary(struct replacement *r)
 		g_free(dir);
 	}
 	g_free(base);
+	if (r->fd >= 0)
+		while (flock(r->fd, LOCK_EX) < 0 && errno == EINTR)
+			;
 	return r->fd;
 }
 
@@ -103,6 +160,12 @@ int replace_begin(struct replacement *r, const char *path, mode_t mode, struct r
 	dir = g_path_get_dirname(r->path);
 	r->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	g_free(dir);
+	if (r->dir_fd >= 0) {
+		char *base = g_path_get_basename(r->path);
+
+		remove_stale_temporaries(r->dir_fd, base);
+		g_free(base);
+	}
 	if (r->dir_fd < 0) {
 		res_fail(err, errno, 0, "cannot open the folder of %s: %s", r->path, strerror(errno));
 	} else if (open_temporary(r) < 0) {

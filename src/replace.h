@@ -2,7 +2,8 @@
  * go to a temporary in the same folder, flushed, then renamed over the
  * name, and the folder flushed.  The temporary has no name until the
  * rename is near (O_TMPFILE where the file system has it), so that a
- * crash leaves nothing behind.  A symbolic link stays a link: the file it
+ * crash mostly leaves nothing behind; what one leaves (.NAME.eifs-XXXXXX)
+ * the next replacement of NAME removes.  A symbolic link stays a link: the file it
  * leads to is replaced.  The replaced file's mode and owner are kept (a
  * caller that cannot give the owner, neither root nor the owner, is
  * refused with EPERM), its group where the caller may give it (else the

@@ -212,6 +212,21 @@ if command -v strace >/dev/null && strace -o /dev/null -e inject=flock:delay_ent
 			eval '[ $rc -ne 0 ] && cmp -s "$O/c-$how.res" "$DEMO/textures.res" && grep -q "nothing was switched" "$O/c-$how.err"'
 	done
 	check "... and leaves no temporary behind" sh -c "! ls -a '$O' | grep -q eifs-"
+	# a compaction killed at its rename leaves its temporary (a whole
+	# copy); the next replacement of that file removes it, but not one in
+	# use (locked by its maker)
+	cp "$DEMO/texts.res" "$O/k.res" && chmod u+w "$O/k.res"
+	printf x | "$E" put "$O/k.res/dead space.txt" - && "$E" rm "$O/k.res/dead space.txt"
+	strace -f -o /dev/null -e trace=rename -e inject=rename:signal=SIGKILL "$E" compact "$O/k.res" 2>/dev/null
+	left=$(ls -A "$O" | grep -c '^\.k\.res\.eifs-')
+	: > "$O/.k.res.eifs-a1b2c3d4"
+	flock "$O/.k.res.eifs-a1b2c3d4" sleep 3 & holder=$!
+	sleep 0.3
+	printf x | "$E" put "$O/k.res/dead space.txt" - && "$E" rm "$O/k.res/dead space.txt" && "$E" compact "$O/k.res"
+	check "a temporary a killed compaction left is removed by the next one, one in use is not" \
+		eval '[ "$left" -eq 1 ] && [ "$(ls -A "$O" | grep "^\.k\.res\.eifs-")" = .k.res.eifs-a1b2c3d4 ] && checked "$O/k.res"'
+	wait $holder
+	rm -f "$O/.k.res.eifs-a1b2c3d4"
 	# pack: a file that grows while it is packed is not stored cut short
 	mkdir -p "$O/packsrc" && printf 'first' > "$O/packsrc/a.txt" && printf 'second' > "$O/packsrc/b.txt"
 	# (held back at its first copy: a sanitizer's run-time reads files
