@@ -13,10 +13,11 @@
 #include <glib.h>
 
 #include "cli.h"
+#include "io.h"
+#include "mmp.h"
 #include "names.h"
 #include "res.h"
 #include "res_check.h"
-#include "mmp.h"
 #include "view_cache.h"
 #include "views.h"
 
@@ -433,25 +434,6 @@ int cmd_convert(int argc, char **argv)
 
 /* ---- extract ------------------------------------------------------------ */
 
-/* write(2) may write less than asked (a disk filling up): the rest is
- * written again, which gives the real error when there is no room. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int copy_out(int in, uint64_t pos, uint64_t len, int out)
 {
 	char buf[1 << 16];
@@ -465,7 +447,7 @@ static int copy_out(int in, uint64_t pos, uint64_t len, int out)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
-		rc = write_all(out, buf, (size_t)n);
+		rc = io_write_all(out, buf, (size_t)n);
 		if (rc < 0)
 			return rc;
 		pos += (uint64_t)n;

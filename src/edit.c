@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <glib.h>
 
+#include "io.h"
+
 /* A snapshot is a copy, taken while writes wait: what a save stores is
  * then one version, whatever writes come during the save.  Up to this
  * size always; a larger one while twice its size is available, besides
@@ -113,22 +115,6 @@ size_t edit_readable(struct edit *e, uint64_t off, size_t len)
 	return len;
 }
 
-static int write_at(int fd, const void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* Zeros over len bytes at off of the memory file, whose size stays. */
 static int zero_range(struct edit *e, uint64_t off, uint64_t len)
 {
@@ -138,7 +124,7 @@ static int zero_range(struct edit *e, uint64_t off, uint64_t len)
 		return 0;
 	for (uint64_t at = off; at < off + len; at += sizeof zeros) {
 		size_t n = off + len - at < sizeof zeros ? (size_t)(off + len - at) : sizeof zeros;
-		int rc = write_at(e->fd, zeros, n, at);
+		int rc = io_pwrite_all(e->fd, zeros, n, at);
 
 		if (rc < 0)
 			return rc;
@@ -190,7 +176,7 @@ static int write_locked_after(struct edit *e, const void *buf, size_t len, uint6
 		pthread_cond_wait(&e->quiet, &e->lock);
 	e->writing++;
 	pthread_mutex_unlock(&e->lock);
-	rc = write_at(e->fd, buf, len, off);
+	rc = io_pwrite_all(e->fd, buf, len, off);
 	pthread_mutex_lock(&e->lock);
 	if (--e->writing == 0 && e->holding)
 		pthread_cond_broadcast(&e->quiet);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "log.h"
 #include "views.h"
 
@@ -655,22 +656,6 @@ void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_
 		fs_handle_free(fs, h); /* the open was interrupted: no release comes */
 }
 
-static int write_all(int fd, const char *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 	      struct fuse_file_info *fi)
 {
@@ -678,7 +663,7 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	int rc;
 
 	if (h && h->fd >= 0) {
-		rc = write_all(h->fd, buf, size, (uint64_t)off);
+		rc = io_pwrite_all(h->fd, buf, size, (uint64_t)off);
 		if (rc == 0)
 			__atomic_store_n(&h->wrote, 1, __ATOMIC_RELEASE);
 	} else if (!h || !h->edit) {

@@ -1,6 +1,7 @@
 #include "res.h"
 
 #include "bigmem.h"
+#include "io.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -139,24 +140,6 @@ int res_table_parse(const unsigned char *buf, size_t len, struct res_table *t,
 	return res_table_decode(&h, buf + (h.count || h.names_len ? h.table_offset : 0), t, err);
 }
 
-static int read_exact(int fd, void *buf, size_t len, uint64_t off)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* The raw table and the name block after it are read, with one read,
  * into the end of the decoded entries and the name block's place, and the
  * entries decoded in place, front to back: no buffer of their own (the
@@ -176,13 +159,13 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 	if (w->len < RES_HEADER_SIZE)
 		return res_fail(err, EINVAL, 0, "truncated header: %llu bytes, need 16",
 			    (unsigned long long)w->len);
-	rc = read_exact(w->fd, hdr, sizeof hdr, w->base);
+	rc = io_pread_all(w->fd, hdr, sizeof hdr, w->base);
 	if (rc < 0)
 		return res_fail(err, -rc, 0, "cannot read header: %s", strerror(-rc));
 	if (res_header_decode(hdr, w->len, &h, err) < 0 || table_alloc(&h, t, err) < 0)
 		return -1;
 	raw = (unsigned char *)t->entries + (size_t)h.count * (sizeof *t->entries - RES_ENTRY_SIZE);
-	rc = read_exact(w->fd, raw, (size_t)h.count * RES_ENTRY_SIZE + h.names_len, w->base + h.table_offset);
+	rc = io_pread_all(w->fd, raw, (size_t)h.count * RES_ENTRY_SIZE + h.names_len, w->base + h.table_offset);
 	if (rc == 0)
 		decode_entries(raw, h.count, t->entries);
 	if (rc < 0) {

@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "replace.h"
 
 static uint64_t align_up(uint64_t v, int align)
@@ -385,22 +386,6 @@ int res_rebuild(const struct res_window *w, const struct res_change *changes, si
 
 /* ---- in place --------------------------------------------------------- */
 
-static int write_all(int fd, const void *buf, size_t len, uint64_t at)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(at + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 static int lock(int fd, int how)
 {
 	while (flock(fd, how) < 0)
@@ -473,7 +458,7 @@ static int append_data(const struct committer *c, const struct res_pack_item *it
 		if (!items[i].data)
 			continue;
 		/* gaps left for alignment are holes: they read as zeros */
-		rc = write_all(c->fd, items[i].data, items[i].length, items[i].data_offset);
+		rc = io_pwrite_all(c->fd, items[i].data, items[i].length, items[i].data_offset);
 		if (rc < 0)
 			return res_fail(c->err, -rc, items[i].data_offset, "cannot write \"%.*s\": %s",
 				    (int)items[i].name_len, items[i].name, strerror(-rc));
@@ -489,7 +474,7 @@ static int append_table(const struct committer *c, const struct res_pack_item *i
 
 	if (rc == 0)
 		rc = stop_before(c, RES_STEP_TABLE);
-	if (rc == 0 && (rc = write_all(c->fd, block->data, block->len, table_offset)) < 0)
+	if (rc == 0 && (rc = io_pwrite_all(c->fd, block->data, block->len, table_offset)) < 0)
 		rc = res_fail(c->err, -rc, table_offset, "cannot write the table: %s", strerror(-rc));
 	/* where the file ends now (an empty archive's table is nowhere) */
 	if (block->len)
@@ -571,7 +556,7 @@ static int switch_header(const struct committer *c, const struct res_header *h)
 	if (stop_before(c, RES_STEP_HEADER) < 0)
 		return -1;
 	res_header_encode(h, hdr);
-	rc = write_all(c->fd, hdr, sizeof hdr, 0);
+	rc = io_pwrite_all(c->fd, hdr, sizeof hdr, 0);
 	if (rc < 0)
 		return res_fail(c->err, -rc, 0, "cannot write the header: %s", strerror(-rc));
 	return 0;
@@ -621,7 +606,7 @@ static int write_commit(const struct committer *c, struct edit *ed, uint64_t fil
 		unsigned char old[RES_HEADER_SIZE];
 
 		res_header_encode(&ed->tab.hdr, old);
-		if (write_all(c->fd, old, sizeof old, 0) == 0)
+		if (io_pwrite_all(c->fd, old, sizeof old, 0) == 0)
 			fdatasync(c->fd);
 	}
 	g_free(items);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <glib.h>
 
+#include "io.h"
 enum { COPY_CHUNK = 1 << 20 };
 
 static int item_order(const void *pa, const void *pb)
@@ -48,22 +49,6 @@ static int item_open(const struct res_pack_item *it, int *fd, int *owned, uint64
 	return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len, uint64_t at)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(at + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* Room for len bytes at at in memory; a gap before them is zeroed, as a
  * file's hole would read.  NULL past 4 GiB, which a GByteArray cannot
  * hold (nor a RES archive: the writer refuses such data before, but the
@@ -86,7 +71,7 @@ static int sink_write(struct sink *s, const void *buf, size_t len, uint64_t at)
 	unsigned char *to;
 
 	if (!s->mem)
-		return write_all(s->fd, buf, len, at);
+		return io_pwrite_all(s->fd, buf, len, at);
 	if (!len)
 		return 0;
 	to = mem_at(s->mem, at, len);
@@ -144,7 +129,7 @@ static int copy_range(int in, uint64_t in_off, uint64_t length, struct sink *out
 		n = read_some(in, buf, want, in_off + done);
 		if (n < 0)
 			return (int)n;
-		rc = write_all(out->fd, buf, (size_t)n, out_at + done);
+		rc = io_pwrite_all(out->fd, buf, (size_t)n, out_at + done);
 		if (rc < 0)
 			return rc;
 		done += (uint64_t)n;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cp1251.h"
+#include "io.h"
 #include "log.h"
 #include "names.h"
 #include "res.h"
@@ -440,18 +441,6 @@ static void node_init(struct tree_dir *d, struct tree_node *n, struct tree_node 
 	node_init_len(d, n, parent, name, strlen(name));
 }
 
-static int read_at(int fd, void *buf, size_t len, uint64_t off)
-{
-	ssize_t n;
-
-	do
-		n = pread(fd, buf, len, (off_t)off);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EIO;
-}
-
 /* What one directory build logs: its first warnings, then a count.  An
  * archive of 65 535 faulty entries must not write as many lines at each
  * load of a folder. */
@@ -486,7 +475,7 @@ static int probe_archive(int fd, uint64_t off, uint64_t len, const char *what,
 	struct res_header h;
 	struct res_error err = { 0 };
 
-	if (len < RES_HEADER_SIZE || read_at(fd, hdr, sizeof hdr, off) < 0 || !res_is_magic(hdr, 4))
+	if (len < RES_HEADER_SIZE || io_pread_all(fd, hdr, sizeof hdr, off) < 0 || !res_is_magic(hdr, 4))
 		return 1; /* not an archive at all: a plain file, nothing to say */
 	if (res_header_decode(hdr, len, &h, &err) < 0) {
 		if (build_log_ok(bl))

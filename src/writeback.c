@@ -11,6 +11,7 @@
 #include <glib.h>
 
 #include "edit.h"
+#include "io.h"
 #include "replace.h"
 #include "save.h"
 #include "views.h"
@@ -426,22 +427,6 @@ struct wb_plan *wb_rename(struct tree *t, struct tree_node *n, struct tree_node 
 
 /* ---- running a plan ------------------------------------------------------- */
 
-static int write_all(int fd, const unsigned char *data, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, data + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 int wb_replace_file(const char *path, const unsigned char *data, size_t len, struct res_error *err)
 {
 	struct replacement r;
@@ -449,7 +434,7 @@ int wb_replace_file(const char *path, const unsigned char *data, size_t len, str
 
 	if (replace_begin(&r, path, 0644, err) < 0)
 		return -1;
-	rc = write_all(r.fd, data, len);
+	rc = io_write_all(r.fd, data, len);
 	if (rc < 0) {
 		replace_abort(&r);
 		return res_fail(err, -rc, 0, "cannot write the new %s: %s", path, strerror(-rc));
