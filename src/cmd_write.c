@@ -150,6 +150,9 @@ static int read_stdin(GByteArray *buf)
 			continue;
 		if (n < 0)
 			return -errno;
+		/* an entry's limit, and the array's: past it glib aborts */
+		if ((uint64_t)buf->len + (uint64_t)n > UINT32_MAX)
+			return -EFBIG;
 		g_byte_array_append(buf, chunk, (guint)n);
 	}
 	return 0;
@@ -177,7 +180,8 @@ static int put_input(const char *src, struct save_op *j, GMappedFile **map, GByt
 		int rc = read_stdin(buf);
 
 		if (rc < 0) {
-			fprintf(stderr, "eifs: put: standard input: %s\n", strerror(-rc));
+			fprintf(stderr, "eifs: put: standard input: %s%s\n", strerror(-rc),
+				rc == -EFBIG ? " (an entry holds at most 4294967295 bytes)" : "");
 			return -1;
 		}
 		j->data = buf->data;
