@@ -328,6 +328,23 @@ static size_t mob_script_tidy(unsigned char *p, size_t n)
 	return w;
 }
 
+/* The script's cp1251 as UTF-8, every byte a character of its own: the
+ * byte cp1251 leaves undefined, 0x98, as U+0098 (as the game texts show
+ * it), and a NUL inside the script as U+FFFD, which no byte maps to. */
+static void script_to_utf8(const unsigned char *text, size_t len, GString *out)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = text[i];
+
+		if (c == 0)
+			g_string_append_unichar(out, 0xFFFD);
+		else if (c < 0x80)
+			g_string_append_c(out, (char)c);
+		else
+			g_string_append_unichar(out, c == 0x98 ? 0x98 : cp1251_char(c));
+	}
+}
+
 int mob_script_to_text(const unsigned char *data, size_t len, GString *out, struct format_error *err)
 {
 	struct mob_node n;
@@ -342,7 +359,7 @@ int mob_script_to_text(const unsigned char *data, size_t len, GString *out, stru
 		return format_fail(err, ENOENT, 0, "no script (SS_TEXT) node");
 	text = mob_script_bytes(&n, &tlen);
 	tlen = mob_script_tidy(text, tlen);
-	cp1251_to_utf8((const char *)text, tlen, NULL, out);
+	script_to_utf8(text, tlen, out);
 	g_free(text);
 	return 0;
 }

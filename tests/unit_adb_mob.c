@@ -643,6 +643,23 @@ Test(mob_script, round_trip_cp1251_crlf_padding)
 	g_byte_array_unref(b);
 }
 
+Test(mob_script, every_byte_is_a_character_of_its_own)
+{
+	/* 0x98 (undefined in cp1251) and an inner NUL: not "%98" and "%00",
+	 * which the text "100%98" would show as well */
+	static const char plain[] = "a\0b 100%98 \x98" "c\0";
+	GByteArray *b = g_byte_array_new();
+	size_t root = node_open(b, OBJECTDBFILE);
+	char *s;
+
+	node_script(b, 0x7DA7, plain, sizeof plain);
+	node_close(b, root);
+	s = script_of(b);
+	cr_assert_str_eq(s, "a\xef\xbf\xbd" "b 100%98 \xc2\x98" "c");
+	g_free(s);
+	g_byte_array_unref(b);
+}
+
 Test(mob_script, plain_old_script)
 {
 	GByteArray *b = g_byte_array_new();
