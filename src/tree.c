@@ -704,6 +704,8 @@ struct pending_dir {
 	struct member *members; /* entries below this directory: len of them in block */
 	uint32_t len;
 	uint32_t made_at;       /* its place among the directories its build made */
+	uint32_t named_by;      /* the entry whose stored name made it ... */
+	uint32_t named_len;     /* ... and the length of its part up to the end of the folder's name */
 };
 
 static void archive_table_unref(struct archive_table *at)
@@ -929,7 +931,7 @@ static struct tree_node *add_child_as(struct tree_dir *d, struct tree_node *pare
 			free_name = other;
 		}
 		if (build_log_ok(bl))
-			log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" is taken (case duplicate); shown as \"%s\"",
+			log_msg(LOG_WARNING, "%s: entry %u: name \"%s\" is taken (a case variant, or a name shown alike); shown as \"%s\"",
 				bl->what, slot, taken, free_name);
 		node_init_len(d, n, parent, free_name, strlen(free_name));
 		hash = name_hash(d, free_name);
@@ -950,16 +952,83 @@ static struct tree_node *add_child(struct tree *t, struct tree_dir *d, struct tr
 			    stored_len, bl);
 }
 
-/* The file already shown under comp (ASCII case-insensitively) when the
- * game's lookup finds entry i, not it: i takes the name.  Saves keep the
- * entry the game finds in front of its case variants (res_write's
- * hidden), so the name stays with it however they renumber the table;
- * table order alone would hand it to another variant after a save. */
-static struct tree_node *name_taken_from(struct tree_node *there, const struct res_table *tab, uint32_t i)
+/* Whether entry i's last stored part is shown as it is stored, as shown. */
+static int shown_as_stored(const struct res_table *tab, uint32_t i, const char *shown, size_t shown_len)
 {
+	const char *name = res_entry_name(tab, i), *end = name + tab->entries[i].name_len, *part;
+
+	while (end > name && end[-1] == '\\')
+		end--;
+	for (part = end; part > name && part[-1] != '\\'; part--)
+		;
+	return shown_len == (size_t)(end - part) && memcmp(shown, part, shown_len) == 0;
+}
+
+/* Bytewise order of two stored names, the shorter first on a tie. */
+static int stored_order(const struct res_table *tab, uint32_t a, uint32_t b)
+{
+	size_t la = tab->entries[a].name_len, lb = tab->entries[b].name_len;
+	int c = memcmp(res_entry_name(tab, a), res_entry_name(tab, b), MIN(la, lb));
+
+	return c ? c : (la > lb) - (la < lb);
+}
+
+/* The file already shown as comp (ASCII case-insensitively) when entry i
+ * is to have the name rather than it, by rules that hold however a save
+ * renumbers the table (table order would hand the name to the other after
+ * a save, and a file open under it would be saved to the other entry):
+ * - of two case variants, the one the game's lookup finds (saves keep it
+ *   in front of its variants: res_write's hidden);
+ * - of names shown alike through a rewrite (x%00, stored as x%00 and as
+ *   x and a NUL), the one shown as stored, else the smaller stored bytes. */
+static struct tree_node *name_taken_from(struct tree_node *there, const struct res_table *tab, uint32_t i,
+					 const char *comp, size_t len)
+{
+	uint32_t j;
+	int i_plain, j_plain;
+
 	if (!there || (there->kind != NODE_ENTRY && there->kind != NODE_ARCHIVE) || there->dir)
 		return NULL;
-	return res_lookup(tab, res_entry_name(tab, i), tab->entries[i].name_len) == (int64_t)i ? there : NULL;
+	j = there->slot;
+	if (res_name_equal(res_entry_name(tab, i), tab->entries[i].name_len, res_entry_name(tab, j),
+			   tab->entries[j].name_len))
+		return res_lookup(tab, res_entry_name(tab, i), tab->entries[i].name_len) == (int64_t)i ? there : NULL;
+	i_plain = shown_as_stored(tab, i, comp, len);
+	j_plain = shown_as_stored(tab, j, there->name, strlen(there->name));
+	if (i_plain != j_plain)
+		return i_plain ? there : NULL;
+	return stored_order(tab, i, j) < 0 ? there : NULL;
+}
+
+/* A file's name held by the folder there, which came first in the table:
+ * the file has it (the game finds the file by it; a folder is no entry),
+ * and the folder is renamed as it would be had it come second, so that
+ * which one is renamed does not change when a save renumbers the table.
+ * Members of the folder still to come find it through renamed. */
+static void folder_gives_way(struct tree_dir *d, struct tree_node *there, const struct res_table *tab,
+			     GHashTable **renamed, struct build_log *bl)
+{
+	struct pending_dir *p = there->pending;
+	const struct res_entry *e = &tab->entries[p->named_by];
+	char *shown = g_strdup(there->name);
+	char *free_name = names_dedup(shown, names_tag(tab->names + e->name_off, p->named_len));
+
+	while (dir_find(d, free_name)) {
+		char *other = g_strdup_printf("%s~%u", free_name, p->named_by);
+
+		g_free(free_name);
+		free_name = other;
+	}
+	if (build_log_ok(bl))
+		log_msg(LOG_WARNING, "%s: entry %u: folder name \"%s\" is taken by a file; shown as \"%s\"",
+			bl->what, p->named_by, shown, free_name);
+	if (!*renamed)
+		*renamed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_hash_table_insert(*renamed, g_ascii_strdown(shown, -1), p);
+	node_init_len(d, there, there->parent, free_name, strlen(free_name));
+	dir_reindex(d);
+	g_free(free_name);
+	g_free(shown);
 }
 
 /* Entry i takes the name of the file there (name_taken_from); that file's
@@ -1154,7 +1223,11 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			uint32_t hash = name_hash_len(d, comp, len);
 			struct tree_node *there = dir_find_len(d, comp, len, hash);
 
-			if (name_taken_from(there, tab, m[k].entry)) {
+			if (there && there->kind == NODE_VDIR && there->pending) {
+				folder_gives_way(d, there, tab, &renamed, &bl);
+				there = NULL;
+			}
+			if (name_taken_from(there, tab, m[k].entry, comp, len)) {
 				take_name(t, d, dir, archive, at, there, m[k].entry, comp, len, &bl);
 			} else {
 				c = add_child_as(d, dir, comp, len, hash, there != NULL, m[k].entry,
@@ -1180,6 +1253,8 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 				c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, next_at - e->name_off, &bl);
 				p = new_vdir(c, at, archive);
 				p->made_at = made->len;
+				p->named_by = m[k].entry;
+				p->named_len = next_at - e->name_off;
 				g_ptr_array_add(made, p);
 				g_hash_table_insert(renamed, key, p);
 			} else {
@@ -1189,6 +1264,8 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, next_at - e->name_off, &bl);
 			p = new_vdir(c, at, archive);
 			p->made_at = made->len;
+			p->named_by = m[k].entry;
+			p->named_len = next_at - e->name_off;
 			g_ptr_array_add(made, p);
 		}
 		dest[k] = p->made_at + 1;

@@ -527,8 +527,10 @@ Test(tree, stored_names_that_cannot_be_paths)
 
 Test(tree, inode_numbers_are_stable)
 {
-	char *clashing = g_strconcat("a.res/", clash("D", "D"), NULL);
-	const char *const paths[] = { "a.res", "a.res/d", "a.res/d/x.txt", clashing,
+	/* the file keeps the name, the folder (first in the table) gives way */
+	char *clashing = g_strconcat("a.res/", clash("d", "d"), NULL);
+	char *below = g_strconcat(clashing, "/x.txt", NULL);
+	const char *const paths[] = { "a.res", clashing, below, "a.res/D",
 				      "a.res/in.res", "a.res/in.res/y.txt", "sub", "sub/f.txt" };
 	static const struct h_item inner_items[] = { { "y.txt", H_STR("y"), 0 } };
 	GByteArray *inner = pack(inner_items, 1);
@@ -562,6 +564,52 @@ Test(tree, inode_numbers_are_stable)
 	tree_free(t2);
 	g_byte_array_unref(inner);
 	g_free(clashing);
+	g_free(below);
+}
+
+/* Which of two clashing names keeps the plain one follows rules a save's
+ * new table order cannot change (a file open under the name would be
+ * saved to the other entry): a file before a folder, and a name shown as
+ * stored before one shown so through a rewrite. */
+Test(tree, clashes_are_settled_the_same_in_either_table_order)
+{
+	char *folder = g_strconcat(clash("d", "d"), "/x.txt", NULL);
+	char *rewritten = g_strdup(clash("x%2F", "x/"));
+
+	for (int order = 0; order < 2; order++) {
+		struct h_file f[4] = {
+			{ "d\\x.txt", H_STR("in the folder"), -1, 0 },
+			{ "D", H_STR("file"), -1, 0 },
+			{ "x%2F", H_STR("literal"), -1, 0 },
+			{ "x/", H_STR("slash"), -1, 0 },
+		};
+		char name[16], *a, *b;
+		struct tree *t;
+		struct h_file swap;
+
+		if (order) {
+			swap = f[0], f[0] = f[1], f[1] = swap;
+			swap = f[2], f[2] = f[3], f[3] = swap;
+		}
+		g_snprintf(name, sizeof name, "o%d.res", order);
+		g_free(put(name, h_archive(f, 4)));
+		t = open_tree(dir);
+		a = g_strdup_printf("%s/%s", name, folder);
+		b = g_strdup_printf("%s/%s", name, rewritten);
+		expect_contents(t, at(t, a), "in the folder");
+		g_free(a);
+		a = g_strdup_printf("%s/D", name);
+		expect_contents(t, at(t, a), "file");
+		g_free(a);
+		a = g_strdup_printf("%s/x%%2F", name);
+		expect_contents(t, at(t, a), "literal");
+		expect_contents(t, at(t, b), "slash");
+		g_free(a);
+		g_free(b);
+		tree_free(t);
+	}
+	g_free(folder);
+	g_free(rewritten);
 }
 
 Test(tree, sources_that_cannot_be_opened)
