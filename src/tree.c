@@ -390,9 +390,78 @@ static struct tree_node *dir_next_child(struct tree_dir *d)
 	return &d->child[d->count];
 }
 
+static int by_node_name(const void *a, const void *b)
+{
+	return strcmp((*(struct tree_node *const *)a)->name, (*(struct tree_node *const *)b)->name);
+}
+
+/* Where cookie goes in a table of mask + 1 slots of child indices + 1:
+ * its slot, or the slot of the child that has it. */
+static uint32_t cookie_slot(const struct tree_dir *d, const uint32_t *seen, uint32_t mask, uint64_t cookie)
+{
+	uint32_t h = (uint32_t)((cookie ^ cookie >> 32) * 0x9E3779B97F4A7C15ull >> 32) & mask;
+
+	while (seen[h] && tree_dir_cookie(&d->child[seen[h] - 1]) != cookie)
+		h = (h + 1) & mask;
+	return h;
+}
+
+/* No two children share a listing position (tree_dir_cookie), so none
+ * shares an inode number either: names crafted for their hashes to meet
+ * would otherwise show two files as one to cmp and diff, and a listing
+ * resumed between them would skip one.  Of a clash, the smaller name
+ * keeps its number; the others are hashed again with a salt, in name
+ * order, so a remount gives the same numbers. */
+static void unique_cookies(struct tree_dir *d)
+{
+	uint32_t size = 8, mask;
+	uint32_t *seen;
+	GPtrArray *losers = NULL;
+
+	while (size < 2 * (uint64_t)d->count)
+		size *= 2;
+	mask = size - 1;
+	seen = g_new0(uint32_t, size);
+	for (uint32_t k = 0; k < d->count; k++) {
+		struct tree_node *n = &d->child[k], *other;
+		uint32_t h = cookie_slot(d, seen, mask, tree_dir_cookie(n));
+
+		if (!seen[h]) {
+			seen[h] = k + 1;
+			continue;
+		}
+		if (!losers)
+			losers = g_ptr_array_new();
+		other = &d->child[seen[h] - 1];
+		if (strcmp(other->name, n->name) > 0) {
+			seen[h] = k + 1;
+			n = other;
+		}
+		g_ptr_array_add(losers, n);
+	}
+	if (losers) {
+		g_ptr_array_sort(losers, by_node_name);
+		for (guint i = 0; i < losers->len; i++) {
+			struct tree_node *n = losers->pdata[i];
+			uint32_t h;
+
+			for (uint64_t salt = 1;; salt++) {
+				n->ino = node_ino(n->parent->ino + salt * 0x9E3779B97F4A7C15ull, n->name);
+				h = cookie_slot(d, seen, mask, tree_dir_cookie(n));
+				if (!seen[h])
+					break;
+			}
+			seen[h] = (uint32_t)(n - d->child) + 1;
+		}
+		g_ptr_array_free(losers, TRUE);
+	}
+	g_free(seen);
+}
+
 /* Gives back unused room once all children are in. */
 static void dir_finish(struct tree *t, struct tree_dir *d)
 {
+	unique_cookies(d);
 	if (d->count < d->capacity) {
 		d->child = children_realloc(d->child, d->capacity, d->count ? d->count : 1);
 		d->capacity = d->count ? d->count : 1;
