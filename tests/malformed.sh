@@ -151,14 +151,20 @@ if [ -n "$long" ]; then
 	l300=$(grep '^LLLL' "$WORK/long.ls")
 	check "... one of 300 shown as its first 190 bytes and a hash, and it reads" \
 		eval '[ "${#l300}" -eq 199 ] && [ "$(cat "$M/long.res/$l300")" = hello ]'
-	check "... 3000 case duplicates logged in at most 64 lines" [ "$(grep -c '/long.res.*case duplicate' "$WORK/daemon.log")" -le 64 ]
+	dups=$(grep -c '/long.res.*is taken (a case variant' "$WORK/daemon.log")
+	check "... 3000 case duplicates logged in at most 64 lines" eval '[ "$dups" -ge 1 ] && [ "$dups" -le 64 ]'
 	check "... and counted in one" grep -q 'long.res: [0-9]* more warnings' "$WORK/daemon.log"
 	check "names over 1024 bytes: left out, logged in at most 64 lines" \
 		[ "$(grep -c 'long.res: entry [0-9]*: name at 0+60000 is longer than 1024 bytes; skipped' "$WORK/daemon.log")" -eq 64 ]
 	check "... and counted in one" grep -q 'long.res: 2936 more entries with a bad name not logged' "$WORK/daemon.log"
 	check "eifs check reports them" eval 'not "$E" check "$long" > "$WORK/long.check" 2>&1 && [ "$(grep -c "name 0+60000 is longer than 1024 bytes" "$WORK/long.check")" -eq 3000 ]' 
 fi
-check "the whole tree can be walked and read" sh -c "find '$M' -type f -exec cat {} + > /dev/null 2>&1; find '$M' | wc -l | grep -q ."
+find "$M" -type f > "$WORK/all.files"; frc=$?
+grep -v -e '/past_end\.res/b$' -e '/offset_past_end\.res/b$' "$WORK/all.files" | tr '\n' '\0' \
+	| xargs -0 cat > /dev/null 2>"$WORK/cat.err"; crc=$?
+check "the whole tree can be walked, and read but for the entries past their archive's end" \
+	eval '[ $frc -eq 0 ] && [ $crc -eq 0 ] && [ "$(wc -l < "$WORK/all.files")" -gt 20 ] && kill -0 $daemon'
+[ $crc -eq 0 ] || cat "$WORK/cat.err"
 rss=$(awk '/VmRSS/ { print $2 }' "/proc/$daemon/status")
 small=65536
 if ldd "$E" 2>/dev/null | grep -qE 'lib(a|t)san'; then
