@@ -41,10 +41,16 @@ struct mount_args {
 static int parse_bytes(const char *text, uint64_t *out)
 {
 	char *end;
-	guint64 v = g_ascii_strtoull(text, &end, 10);
+	guint64 v;
 	unsigned shift = 0;
 
-	if (end == text)
+	/* strtoull takes "-1" for 2^64 - 1, and a number too large for its
+	 * largest value */
+	if (!g_ascii_isdigit(*text))
+		return -1;
+	errno = 0;
+	v = g_ascii_strtoull(text, &end, 10);
+	if (errno == ERANGE)
 		return -1;
 	switch (g_ascii_toupper(*end)) {
 	case 'K': shift = 10; end++; break;
@@ -298,6 +304,17 @@ static void drain_notices(void *p)
 	fs_drain_notices(p, 2000);
 }
 
+/* Whether the comma-separated opts (each after a comma) hold name=... */
+static int has_option(const char *opts, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = opts; (p = strstr(p, name)); p += len)
+		if ((p == opts || p[-1] == ',') && p[len] == '=')
+			return 1;
+	return 0;
+}
+
 /* Without a loop (-s, its first thread only mounted) the main thread
  * answers every request. */
 static int serve(struct serve_loop *l, struct fuse_session *se, struct mounting *g)
@@ -322,14 +339,14 @@ static struct fuse_session *new_session(struct mount_args *m, struct fs *fs)
 			       m->fuse_opts->str);
 	fuse_opt_add_arg(&args, "-o");
 	fuse_opt_add_arg(&args, opts);
-	fuse_opt_add_arg(&args, "-o");
-	{
+	if (!has_option(m->fuse_opts->str, "fsname")) {
 		char *abs = realpath(m->src, NULL);
 		char *name = g_strdup_printf("fsname=%s", abs ? abs : m->src);
 		/* escapes the commas a path may hold */
 		char *o = NULL;
 
 		fuse_opt_add_opt_escaped(&o, name);
+		fuse_opt_add_arg(&args, "-o");
 		fuse_opt_add_arg(&args, o);
 		free(o);
 		free(abs);
@@ -375,16 +392,20 @@ static void keep_standard_fds(void)
 
 /* The parent exits with status; only the first word counts, as the
  * parent is gone after it. */
-static void tell_parent(int *to_parent, int status)
+static int tell_parent(int *to_parent, int status)
 {
 	unsigned char byte = (unsigned char)status;
+	int rc = 0;
 
 	if (*to_parent < 0)
-		return;
-	if (write(*to_parent, &byte, 1) != 1)
+		return 0;
+	if (write(*to_parent, &byte, 1) != 1) {
+		rc = -errno;
 		log_msg(LOG_ERR, "cannot pass exit status %d to the mount command: %s", status, strerror(errno));
+	}
 	close(*to_parent);
 	*to_parent = -1;
+	return rc;
 }
 
 /* / as its directory (it holds no file system busy); in the background
@@ -642,6 +663,77 @@ static int paths_nest(const char *src, const char *mnt)
 	return nest;
 }
 
+/* A stop signal (SIGINT, SIGTERM, SIGHUP) that came before libfuse's
+ * handlers were in place: SRC is read first when the mount must wait for
+ * it, and the default action would end the daemon leaving MNT's folders
+ * made behind it. */
+static volatile sig_atomic_t stopped_early;
+
+static void note_stop(int sig)
+{
+	stopped_early = sig;
+}
+
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static int caught_early[3];
+
+/* Only signals left to their default action: one the mount was started
+ * with ignored (nohup) stays ignored, as libfuse leaves it. */
+static void catch_stops_early(void)
+{
+	struct sigaction sa = { .sa_handler = note_stop }, old;
+
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < 3; i++)
+		caught_early[i] = sigaction(stop_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL
+				  && sigaction(stop_signals[i], &sa, NULL) == 0;
+}
+
+/* Back to the default actions, which libfuse replaces only when it finds
+ * them; whether a stop came meanwhile. */
+static int release_stops_early(void)
+{
+	for (int i = 0; i < 3; i++)
+		if (caught_early[i]) {
+			signal(stop_signals[i], SIG_DFL);
+			caught_early[i] = 0;
+		}
+	return stopped_early != 0;
+}
+
+/* The mount point as the folder holding it sees it, for a tree that must
+ * never look at it (tree_hidden); 0, or -1 when it cannot be known. */
+static int hidden_mount_point(const char *mnt, struct tree_hidden *h, char **name)
+{
+	char *abs = realpath(mnt, NULL), *dir;
+	struct stat st;
+	int rc = -1;
+
+	if (!abs)
+		return -1;
+	dir = g_path_get_dirname(abs);
+	if (stat(dir, &st) == 0) {
+		*name = g_path_get_basename(abs);
+		*h = (struct tree_hidden){ st.st_dev, st.st_ino, *name };
+		rc = 0;
+	}
+	g_free(dir);
+	free(abs);
+	return rc;
+}
+
+/* Whether a FUSE file system is mounted on mnt already: another mount on
+ * top of it would be unmounted in its place when this one ends. */
+static int fuse_mounted_on(const char *mnt)
+{
+	char *abs = realpath(mnt, NULL);
+	unsigned conn;
+	int on = abs && top_fuse_mount(abs, &conn);
+
+	free(abs);
+	return on;
+}
+
 static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent)
 {
 	struct fs fs = { 0 };
@@ -650,7 +742,9 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	struct fuse_session *se;
 	char *made = NULL;
 	struct stat st;
-	int err = 0, loop_err = 0, mkdir_err = 0, mount_after, status = EXIT_MOUNT;
+	int err = 0, loop_err = 0, mkdir_err = 0, mount_after, nest, status = EXIT_MOUNT;
+	struct tree_hidden hidden;
+	char *hidden_name = NULL;
 
 	log_set_debug(m->debug);
 	crash_report_install();
@@ -670,23 +764,38 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 			m->src, m->mnt);
 		return EXIT_USAGE;
 	}
+	if (fuse_mounted_on(m->mnt)) {
+		fprintf(stderr, "eifs: cannot mount on %s: a FUSE file system is mounted there already; "
+			"unmount it first\n", m->mnt);
+		return EXIT_MOUNT;
+	}
+	catch_stops_early();
 	/* its failure is told after SRC's, as SRC is the first to check */
 	if (!helper_form && (made = first_missing(m->mnt)) && g_mkdir_with_parents(m->mnt, 0755) < 0)
 		mkdir_err = errno;
 	fs.timeout = m->timeout;
 	fs.writable = !m->read_only;
 	fs.views = view_cache_new(m->cache_size);
-	mount_after = mkdir_err || paths_nest(m->src, m->mnt) > 0;
-	if (!mount_after)
+	nest = paths_nest(m->src, m->mnt);
+	mount_after = mkdir_err || nest > 0;
+	if (!mount_after && !release_stops_early())
 		loop = start_mounting(m, &g, &loop_err);
 	delay_open();
-	fs.tree = m->read_only ? tree_open(m->src, &err) : tree_open_rw(m->src, &err);
-	if (mount_after && fs.tree && !mkdir_err)
+	if (nest > 0 && hidden_mount_point(m->mnt, &hidden, &hidden_name) == 0)
+		fs.tree = tree_open_hiding(m->src, !m->read_only, &hidden, &err);
+	else
+		fs.tree = tree_open_hiding(m->src, !m->read_only, NULL, &err);
+	g_free(hidden_name);
+	if (mount_after && !release_stops_early() && fs.tree && !mkdir_err)
 		loop = start_mounting(m, &g, &loop_err);
 	se = loop ? serve_loop_session(loop) : NULL;
 	if (!fs.tree) {
 		fprintf(stderr, "eifs: cannot mount %s: %s\n", m->src, strerror(err));
 		status = EXIT_NO_SOURCE;
+		goto out;
+	}
+	if (stopped_early) {
+		fprintf(stderr, "eifs: stopped by a signal before the mount was ready\n");
 		goto out;
 	}
 	fs_init_state(&fs);
@@ -711,7 +820,12 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	if (!m->foreground)
 		log_to_syslog();
 	detach(m->foreground);
-	tell_parent(to_parent, EXIT_OK);
+	if (tell_parent(to_parent, EXIT_OK) == -EPIPE) {
+		/* the command was ended before it could say the mount is
+		 * ready: a script took it for failed, so it is not left */
+		log_msg(LOG_ERR, "%s: the mount command ended before the mount was ready; unmounting", m->mnt);
+		goto out;
+	}
 	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);
 	set_convert_delay(&fs);
@@ -909,7 +1023,8 @@ int cmd_umount(int argc, char **argv)
 	const char *args[5] = { "fusermount3", "-u", NULL, NULL, NULL };
 	int lazy = argc == 2 && !strcmp(argv[0], "-z");
 
-	if (argc != 1 + lazy) {
+	/* an option alone is no MNT (./-x names a folder so named) */
+	if (argc != 1 + lazy || argv[lazy][0] == '-') {
 		fprintf(stderr, "eifs umount: usage: eifs umount [-z] MNT\n");
 		return EXIT_USAGE;
 	}

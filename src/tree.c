@@ -38,6 +38,8 @@ struct tree {
 	void (*before_wait)(void); /* see tree_before_wait */
 	uid_t uid;              /* owner of SRC, shown as every node's owner */
 	gid_t gid;
+	int has_hidden;
+	struct tree_hidden hidden; /* its name owned */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -706,6 +708,9 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
+		if (t->has_hidden && self.st_dev == t->hidden.dev && self.st_ino == t->hidden.ino
+		    && strcmp(de->d_name, t->hidden.name) == 0)
+			continue; /* not even a stat: see tree_hidden */
 		if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
 			continue; /* dangling links, devices, sockets: nothing a game reads */
 		g_ptr_array_add(names, g_strdup(de->d_name));
@@ -1805,11 +1810,17 @@ static int open_root_archive(struct tree *t, const char *path, const struct stat
 	return 0;
 }
 
-static struct tree *open_tree(const char *path, int writable, int *err)
+static struct tree *open_tree(const char *path, int writable, const struct tree_hidden *hidden, int *err)
 {
 	struct tree *t = tree_new(path, writable);
 	struct stat st;
 	int rc;
+
+	if (hidden) {
+		t->has_hidden = 1;
+		t->hidden = *hidden;
+		t->hidden.name = g_strdup(hidden->name);
+	}
 
 	if (!t->src_path || stat(path, &st) < 0) {
 		*err = errno;
@@ -1839,12 +1850,17 @@ static struct tree *open_tree(const char *path, int writable, int *err)
 
 struct tree *tree_open(const char *path, int *err)
 {
-	return open_tree(path, 0, err);
+	return open_tree(path, 0, NULL, err);
 }
 
 struct tree *tree_open_rw(const char *path, int *err)
 {
-	return open_tree(path, 1, err);
+	return open_tree(path, 1, NULL, err);
+}
+
+struct tree *tree_open_hiding(const char *path, int writable, const struct tree_hidden *hidden, int *err)
+{
+	return open_tree(path, writable, hidden, err);
 }
 
 void tree_limit_copies(struct tree *t, uint64_t max)
@@ -1881,6 +1897,7 @@ void tree_free(struct tree *t)
 	g_hash_table_destroy(t->file_epochs);
 	free(t->src_path);
 	g_free(t->root_name);
+	g_free((char *)t->hidden.name);
 	g_free(t);
 }
 

@@ -117,6 +117,19 @@ void tree_free(struct tree *t);
 struct tree *tree_open_rw(const char *path, int *err);
 int tree_is_writable(const struct tree *t);
 
+/* An entry of a folder in SRC that the tree never looks at, nor shows:
+ * the mount point, when it lies in SRC (a look at it would be a request
+ * to the mount itself, which waits for the look).  dev and ino are the
+ * folder's that holds it, name its name there. */
+struct tree_hidden {
+	dev_t dev;
+	ino_t ino;
+	const char *name;
+};
+
+/* tree_open (writable 0) or tree_open_rw (1), with hidden (may be NULL). */
+struct tree *tree_open_hiding(const char *path, int writable, const struct tree_hidden *hidden, int *err);
+
 /* Readers hold the read lock while they use nodes; tree_reload needs the
  * write lock, and bumps the generation: node addresses taken under an
  * older one are gone.  Writers are preferred, so a reader must not take

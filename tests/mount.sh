@@ -330,6 +330,20 @@ for v in x -1 10001 ''; do
 		eval '[ $rc -eq 64 ] && grep -q "bad option .spin=" "$WORK/spin.err" && ! mounted "$M"'
 done
 check "no daemon left after the spin checks" no_daemon "$M"
+for v in -1 99999999999999999999999 12Q; do
+	"$E" mount "$DEMO" "$M" -o "cache_size=$v" 2>"$WORK/cache.err"; rc=$?
+	check "cache_size='$v': refused with exit 64 and a reason" \
+		eval '[ $rc -eq 64 ] && grep -q "bad option .cache_size=" "$WORK/cache.err" && ! mounted "$M"'
+done
+do_mount "$DEMO" "$M" -o fsname=my-game; rc=$?
+check "-o fsname= names the mount as given" eval '[ $rc -eq 0 ] && findmnt -n -o SOURCE "$M" | grep -qx my-game'
+# another mount on top of a FUSE mount would be unmounted in its place
+"$E" mount "$DEMO/texts.res" "$M" 2>"$WORK/stack.err"; rc=$?
+check "a mount on a mount point a FUSE file system holds: refused, exit 71, the first one kept" \
+	eval '[ $rc -eq 71 ] && grep -q "mounted there already" "$WORK/stack.err" && [ -d "$M/texts.res" ] && [ "$(daemon_pids "$M" | wc -l)" -eq 1 ]'
+do_umount "$M"
+"$E" umount -z 2>"$WORK/umz.err"; rc=$?
+check "umount -z without a mount point: a usage error (64)" eval '[ $rc -eq 64 ] && grep -q usage "$WORK/umz.err"'
 
 # ---- where the serving threads run ---------------------------------------------------
 # The first thread mounts on another CPU than the main thread's and stays
@@ -426,6 +440,17 @@ check "signal before ready: the mount and the folders it made for it are gone" \
 	eval '! mounted "$SIG" && [ ! -e "$WORK/sig" ] && [ -d "$WORK" ]'
 check "signal before ready: no daemon left" no_daemon "$SIG"
 
+# the mount command ended (a script's kill of it) before the mount was
+# ready: the script takes the mount for failed, so none is left
+mkdir -p "$WORK/parent/mnt"
+EIFS_OPEN_DELAY_MS=2000 "$E" mount "$DEMO" "$WORK/parent/mnt" 2>/dev/null & cmd=$!
+MOUNTS="$MOUNTS $WORK/parent/mnt"
+sleep 0.5
+kill -TERM $cmd; wait $cmd
+for _ in $(seq 60); do [ -z "$(daemon_pids "$WORK/parent/mnt")" ] && break; sleep 0.1; done
+check "the mount command killed before the mount was ready: no mount and no daemon left" \
+	eval '! mounted "$WORK/parent/mnt" && no_daemon "$WORK/parent/mnt"'
+
 # ---- the daemon forked (where the kernel cannot share memory with it) --------------
 EIFS_FORK_DAEMON=1 do_mount "$DEMO" "$M" -o ro; rc=$?
 check "forked daemon: mount returns 0, the tree is ready" eval '[ $rc -eq 0 ] && [ -f "$M/figures.res/unmotr.anm/cidle/hd" ]'
@@ -441,8 +466,24 @@ timeout 20 "$EIFS" mount "$WORK/nest" "$WORK/nest/mnt"; rc=$?
 MOUNTS="$MOUNTS $WORK/nest/mnt"
 check "a mount point inside the source folder: mounted (read before the mount)" \
 	eval '[ $rc -eq 0 ] && [ -d "$WORK/nest/mnt/texts.res" ] && "$E" cat "$WORK/nest/texts.res/map.txt" | cmp -s - "$WORK/nest/mnt/texts.res/map.txt"'
+# the mount point is not shown in the mount (a look at it there, or a
+# relisting of its folder after a change, would be a request to the mount
+# itself, which would wait for itself)
+timeout 10 ls "$WORK/nest/mnt/mnt" >/dev/null 2>&1; rc=$?
+touch "$WORK/nest/new.txt"
+timeout 10 ls "$WORK/nest/mnt" > "$WORK/nest.ls" 2>&1; rc2=$?
+check "... the mount point is not in it, and a relisting after a change does not hang" \
+	eval '[ $rc -ne 124 ] && [ $rc2 -eq 0 ] && grep -qx new.txt "$WORK/nest.ls" && ! grep -qx mnt "$WORK/nest.ls"'
 do_umount "$WORK/nest/mnt"
 check "and its daemon exits" no_daemon "$WORK/nest/mnt"
+# a stop signal while SRC is read before the mount (a mount point inside
+# it): the command exits 71 and the folders made for the mount go
+EIFS_OPEN_DELAY_MS=3000 "$E" mount -f "$WORK/nest" "$WORK/nest/made/mnt" 2>"$WORK/nestsig.err" & fg=$!
+sleep 1
+kill -TERM $fg; wait $fg; rc=$?
+check "a stop while SRC is read for a mount point inside it: exit 71, the folders made are gone" \
+	eval '[ $rc -eq 71 ] && grep -q "stopped by a signal before the mount was ready" "$WORK/nestsig.err" && [ ! -e "$WORK/nest/made" ] && ! mounted "$WORK/nest/made/mnt"'
+rm -f "$WORK/nest/new.txt"
 for mnt in "$WORK/nest" "$WORK"; do
 	timeout 20 "$EIFS" mount "$WORK/nest/texts.res" "$mnt" 2>"$WORK/e5"; rc=$?
 	check "a source inside the mount point ($mnt): refused, exit 64" \
