@@ -734,6 +734,21 @@ static int fuse_mounted_on(const char *mnt)
 	return on;
 }
 
+/* libfuse's own messages, in the background: to syslog with eifs' (its
+ * default, stderr, is /dev/null by then).  Its levels are syslog's. */
+static void log_from_libfuse(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n = vsnprintf(line, sizeof line, fmt, ap);
+
+	if (n < 0)
+		return;
+	n = MIN(n, (int)sizeof line - 1);
+	while (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+	log_msg((int)level, "libfuse: %s", line);
+}
+
 static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent)
 {
 	struct fs fs = { 0 };
@@ -817,8 +832,10 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	/* Only now, with SRC parsed and the mount in place, leave the terminal. */
 	g_free(made);
 	made = NULL;
-	if (!m->foreground)
+	if (!m->foreground) {
 		log_to_syslog();
+		fuse_set_log_func(log_from_libfuse);
+	}
 	detach(m->foreground);
 	if (tell_parent(to_parent, EXIT_OK) == -EPIPE) {
 		/* the command was ended before it could say the mount is

@@ -531,6 +531,34 @@ sort -o "$WORK/names.want" "$WORK/names.want"
 check "odd names are rewritten, none escapes the mount" cmp "$WORK/names.find" "$WORK/names.want"
 check "each rewrite logged with archive and entry" [ "$(grep -c 'names.res[^:]*: entry' "$WORK/names.log")" -ge 8 ]
 kill -TERM $fg; wait $fg
+# in the background the same lines go to syslog: a listener of our own on
+# /dev/log, where no syslog daemon has one
+if [ ! -e /dev/log ] && [ -w /dev ]; then
+	python3 - "$WORK/syslog.out" <<'PY' & listener=$!
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/dev/log")
+s.settimeout(15)
+with open(sys.argv[1], "wb", buffering=0) as out:
+    try:
+        while True:
+            out.write(s.recv(65536) + b"\n")
+    except socket.timeout:
+        pass
+os.unlink("/dev/log")
+PY
+	for _ in $(seq 50); do [ -S /dev/log ] && break; sleep 0.1; done
+	do_mount "$WORK/names.res" "$M"
+	find "$M" > /dev/null
+	do_umount "$M"
+	sleep 0.5
+	kill $listener 2>/dev/null; wait $listener 2>/dev/null
+	rm -f /dev/log
+	check "in the background the log goes to syslog (each rewrite, as eifs)" \
+		eval '[ "$(grep -c "eifs.*names.res[^:]*: entry" "$WORK/syslog.out")" -ge 8 ]'
+else
+	echo "SKIP: /dev/log is there (a syslog daemon's): the background log not checked"
+fi
 
 # ---- bad entries: EIO and a log line, the rest stays readable ---------------------
 rawres "$WORK/oob.res" 'good' 'hello' 'bad' 'world'
