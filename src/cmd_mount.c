@@ -755,7 +755,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	struct mounting g = { .m = m, .fs = &fs };
 	struct serve_loop *loop = NULL;
 	struct fuse_session *se;
-	char *made = NULL;
+	char *made = NULL, *made_in = NULL; /* the first folder made for MNT, and MNT: absolute */
 	struct stat st;
 	int err = 0, loop_err = 0, mkdir_err = 0, mount_after, nest, status = EXIT_MOUNT;
 	struct tree_hidden hidden;
@@ -788,6 +788,13 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	/* its failure is told after SRC's, as SRC is the first to check */
 	if (!helper_form && (made = first_missing(m->mnt)) && g_mkdir_with_parents(m->mnt, 0755) < 0)
 		mkdir_err = errno;
+	if (made) { /* removed, should the mount fail, after detach() moved to / */
+		char *abs = g_canonicalize_filename(made, NULL);
+
+		g_free(made);
+		made = abs;
+		made_in = g_canonicalize_filename(m->mnt, NULL);
+	}
 	fs.timeout = m->timeout;
 	fs.writable = !m->read_only;
 	fs.views = view_cache_new(m->cache_size);
@@ -830,8 +837,6 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		goto out;
 	}
 	/* Only now, with SRC parsed and the mount in place, leave the terminal. */
-	g_free(made);
-	made = NULL;
 	if (!m->foreground) {
 		log_to_syslog();
 		fuse_set_log_func(log_from_libfuse);
@@ -843,6 +848,8 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		log_msg(LOG_ERR, "%s: the mount command ended before the mount was ready; unmounting", m->mnt);
 		goto out;
 	}
+	g_free(made); /* the mount's now, for good */
+	made = NULL;
 	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);
 	set_convert_delay(&fs);
@@ -863,9 +870,10 @@ out:
 	serve_loop_free(loop);
 	end_mounting(&g);
 	if (made) {
-		remove_made(m->mnt, made);
+		remove_made(made_in, made);
 		g_free(made);
 	}
+	g_free(made_in);
 	/* a second Ctrl-C or SIGTERM no longer ends the last saves half
 	 * way (the handlers are gone; the default action killed) */
 	signal(SIGINT, SIG_IGN);

@@ -537,6 +537,17 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 			is_view = 0;
 			break;
 		}
+		if (tree_is_dir(n)) {
+			/* its name leads to a folder now (a reload gave it to
+			 * one): never saved over that, nor dropped in silence */
+			tree_read_unlock(fs->tree);
+			err.code = EIO;
+			snprintf(err.msg, sizeof err.msg,
+				 "its name now leads to a folder of its archive (changed by another save or program); what was written stays readable in the mount");
+			rc = -EIO;
+			is_view = 0;
+			break;
+		}
 		is_view = n->kind == NODE_VIEW;
 		unit = fs_unit_of(fs, in);
 		memset(&err, 0, sizeof err);

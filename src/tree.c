@@ -982,8 +982,9 @@ static void fill_entry(struct tree_node *n, struct tree_node *archive, struct ar
 
 /* Adds a child under a free name: a taken one (the game would find only
  * one of two case variants) becomes "name~TAG", TAG from the stored bytes
- * that make it (names_tag: the whole name of a file, a folder's up to its
- * end), and if that is taken too, "name~TAG~SLOT". */
+ * that make it (names_tag: the whole name of a file, a folder's up to and
+ * with the backslash after its name), and if that is taken too,
+ * "name~TAG~SLOT". */
 static struct tree_node *add_child_as(struct tree_dir *d, struct tree_node *parent, const char *name,
 				      size_t len, uint32_t hash, int taken_already, uint32_t slot,
 				      const char *stored, size_t stored_len, struct build_log *bl)
@@ -1283,7 +1284,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		const struct res_entry *e = &tab->entries[m[k].entry];
 		const char *comp;
 		size_t len;
-		uint32_t next_at;
+		uint32_t next_at, folder_tagged;
 		struct pending_dir *p = NULL;
 		struct tree_node *c;
 
@@ -1313,6 +1314,9 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			continue;
 		}
 		m[k].at = next_at;
+		/* a renamed folder's tag is of its stored bytes up to and with
+		 * the backslash after its name: never a file's of that name */
+		folder_tagged = next_at - e->name_off + 1;
 		c = dir_find_len(d, comp, len, name_hash_len(d, comp, len));
 		if (c && c->kind == NODE_VDIR) {
 			p = c->pending;
@@ -1324,22 +1328,22 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 				renamed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 			p = g_hash_table_lookup(renamed, key);
 			if (!p) {
-				c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, next_at - e->name_off, &bl);
+				c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, folder_tagged, &bl);
 				p = new_vdir(c, at, archive);
 				p->made_at = made->len;
 				p->named_by = m[k].entry;
-				p->named_len = next_at - e->name_off;
+				p->named_len = folder_tagged;
 				g_ptr_array_add(made, p);
 				g_hash_table_insert(renamed, key, p);
 			} else {
 				g_free(key);
 			}
 		} else {
-			c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, next_at - e->name_off, &bl);
+			c = add_child(t, d, dir, comp, len, m[k].entry, tab->names + e->name_off, folder_tagged, &bl);
 			p = new_vdir(c, at, archive);
 			p->made_at = made->len;
 			p->named_by = m[k].entry;
-			p->named_len = next_at - e->name_off;
+			p->named_len = folder_tagged;
 			g_ptr_array_add(made, p);
 		}
 		dest[k] = p->made_at + 1;

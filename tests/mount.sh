@@ -442,14 +442,13 @@ check "signal before ready: no daemon left" no_daemon "$SIG"
 
 # the mount command ended (a script's kill of it) before the mount was
 # ready: the script takes the mount for failed, so none is left
-mkdir -p "$WORK/parent/mnt"
 EIFS_OPEN_DELAY_MS=2000 "$E" mount "$DEMO" "$WORK/parent/mnt" 2>/dev/null & cmd=$!
 MOUNTS="$MOUNTS $WORK/parent/mnt"
 sleep 0.5
 kill -TERM $cmd; wait $cmd
 for _ in $(seq 60); do [ -z "$(daemon_pids "$WORK/parent/mnt")" ] && break; sleep 0.1; done
-check "the mount command killed before the mount was ready: no mount and no daemon left" \
-	eval '! mounted "$WORK/parent/mnt" && no_daemon "$WORK/parent/mnt"'
+check "the mount command killed before the mount was ready: no mount, no daemon, no folder made for it left" \
+	eval '! mounted "$WORK/parent/mnt" && no_daemon "$WORK/parent/mnt" && [ ! -e "$WORK/parent" ]'
 
 # ---- the daemon forked (where the kernel cannot share memory with it) --------------
 EIFS_FORK_DAEMON=1 do_mount "$DEMO" "$M" -o ro; rc=$?

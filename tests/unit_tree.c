@@ -292,7 +292,7 @@ Test(tree, case_duplicates_get_a_tag_of_their_stored_name)
 	d = child(t, root, "dir");
 	cr_assert_eq(d->kind, NODE_ENTRY);
 	expect_contents(t, d, "4");
-	d = child(t, root, clash("DIR", "DIR"));
+	d = child(t, root, clash("DIR", "DIR\\"));
 	cr_assert_eq(d->kind, NODE_VDIR);
 	expect_contents(t, child(t, d, "x"), "5");
 	tree_free(t);
@@ -528,7 +528,7 @@ Test(tree, stored_names_that_cannot_be_paths)
 Test(tree, inode_numbers_are_stable)
 {
 	/* the file keeps the name, the folder (first in the table) gives way */
-	char *clashing = g_strconcat("a.res/", clash("d", "d"), NULL);
+	char *clashing = g_strconcat("a.res/", clash("d", "d\\"), NULL);
 	char *below = g_strconcat(clashing, "/x.txt", NULL);
 	const char *const paths[] = { "a.res", clashing, below, "a.res/D",
 				      "a.res/in.res", "a.res/in.res/y.txt", "sub", "sub/f.txt" };
@@ -573,7 +573,7 @@ Test(tree, inode_numbers_are_stable)
  * stored before one shown so through a rewrite. */
 Test(tree, clashes_are_settled_the_same_in_either_table_order)
 {
-	char *folder = g_strconcat(clash("d", "d"), "/x.txt", NULL);
+	char *folder = g_strconcat(clash("d", "d\\"), "/x.txt", NULL);
 	char *rewritten = g_strdup(clash("x%2F", "x/"));
 
 	for (int order = 0; order < 2; order++) {
@@ -610,6 +610,43 @@ Test(tree, clashes_are_settled_the_same_in_either_table_order)
 	}
 	g_free(folder);
 	g_free(rewritten);
+}
+
+/* A folder and a file that both lose their name to a case variant get
+ * tags of their own: the folder's is of its stored bytes with the
+ * backslash, so the two never meet and need no table index (which a save
+ * renumbers) to tell them apart. */
+Test(tree, a_folder_and_a_file_renamed_for_one_case_variant_get_different_tags)
+{
+	static const struct h_item items[] = {
+		{ "A", H_STR("upper"), 0 }, { "a\\b", H_STR("in the folder"), 0 }, { "a", H_STR("lower"), 0 },
+	};
+	struct tree *t;
+	struct tree_node *root, *folder;
+	const char *file_tag = clash("a", "a"), *folder_tag = clash("a", "a\\");
+	char *plain;
+
+	cr_assert_str_neq(file_tag, folder_tag);
+	g_free(put("v.res", pack(items, 3)));
+	t = open_tree(dir);
+	root = at(t, "v.res");
+	folder = child(t, root, folder_tag);
+	cr_assert_eq(folder->kind, NODE_VDIR);
+	expect_contents(t, child(t, folder, "b"), "in the folder");
+	/* the file the game does not find has the tag; the other the name */
+	plain = contents(t, child(t, root, "A"));
+	if (!strcmp(plain, "upper"))
+		expect_contents(t, child(t, root, file_tag), "lower");
+	else
+		expect_contents(t, child(t, root, clash("A", "A")), "upper");
+	g_free(plain);
+	for (uint32_t i = 0; i < root->dir->count; i++) {
+		const char *tilde = strchr(root->dir->child[i].name, '~');
+
+		cr_assert(!tilde || !strchr(tilde + 1, '~'), "%s: no name needs the table index",
+			  root->dir->child[i].name);
+	}
+	tree_free(t);
 }
 
 Test(tree, names_whose_hashes_meet_get_inode_numbers_of_their_own)
