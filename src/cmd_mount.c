@@ -701,9 +701,10 @@ static int release_stops_early(void)
 	return stopped_early != 0;
 }
 
-/* The mount point as the folder holding it sees it, for a tree that must
- * never look at it (tree_hidden); 0, or -1 when it cannot be known. */
-static int hidden_mount_point(const char *mnt, struct tree_hidden *h, char **name)
+/* The mount point, for a tree that must never look at it (tree_hidden),
+ * known before the mount is there; 0, or -1 when it cannot be known.
+ * g_free name and path. */
+static int hidden_mount_point(const char *mnt, struct tree_hidden *h, char **name, char **path)
 {
 	char *abs = realpath(mnt, NULL), *dir;
 	struct stat st;
@@ -714,7 +715,8 @@ static int hidden_mount_point(const char *mnt, struct tree_hidden *h, char **nam
 	dir = g_path_get_dirname(abs);
 	if (stat(dir, &st) == 0) {
 		*name = g_path_get_basename(abs);
-		*h = (struct tree_hidden){ st.st_dev, st.st_ino, *name };
+		*path = g_strdup(abs);
+		*h = (struct tree_hidden){ st.st_dev, st.st_ino, *name, *path };
 		rc = 0;
 	}
 	g_free(dir);
@@ -759,7 +761,8 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	struct stat st;
 	int err = 0, loop_err = 0, mkdir_err = 0, mount_after, nest, status = EXIT_MOUNT;
 	struct tree_hidden hidden;
-	char *hidden_name = NULL;
+	char *hidden_name = NULL, *hidden_path = NULL;
+	int have_hidden;
 
 	log_set_debug(m->debug);
 	crash_report_install();
@@ -800,14 +803,14 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	fs.views = view_cache_new(m->cache_size);
 	nest = paths_nest(m->src, m->mnt);
 	mount_after = mkdir_err || nest > 0;
+	/* before the mount is there: a look at MNT would then go to it */
+	have_hidden = !mkdir_err && hidden_mount_point(m->mnt, &hidden, &hidden_name, &hidden_path) == 0;
 	if (!mount_after && !release_stops_early())
 		loop = start_mounting(m, &g, &loop_err);
 	delay_open();
-	if (nest > 0 && hidden_mount_point(m->mnt, &hidden, &hidden_name) == 0)
-		fs.tree = tree_open_hiding(m->src, !m->read_only, &hidden, &err);
-	else
-		fs.tree = tree_open_hiding(m->src, !m->read_only, NULL, &err);
+	fs.tree = tree_open_hiding(m->src, !m->read_only, have_hidden ? &hidden : NULL, &err);
 	g_free(hidden_name);
+	g_free(hidden_path);
 	if (mount_after && !release_stops_early() && fs.tree && !mkdir_err)
 		loop = start_mounting(m, &g, &loop_err);
 	se = loop ? serve_loop_session(loop) : NULL;

@@ -684,6 +684,87 @@ static void folder_child(struct tree *t, struct tree_node *n, const char *path, 
 	}
 }
 
+static int is_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Whether path, resolved a link at a time as realpath(3) would, leads to
+ * the mount point or into it: every look (lstat, readlink) is at a path
+ * already known to lie outside it, so none is a request to the mount. */
+static int leads_into(const char *path, const char *mnt)
+{
+	GString *done = g_string_new(NULL); /* resolved so far, "" for / */
+	GQueue todo = G_QUEUE_INIT;         /* the components still to go */
+	char **parts = g_strsplit(path, "/", -1);
+	int links = 0, into = 0;
+
+	for (char **p = parts; *p; p++)
+		g_queue_push_tail(&todo, g_strdup(*p));
+	g_strfreev(parts);
+	while (!g_queue_is_empty(&todo)) {
+		char *comp = g_queue_pop_head(&todo), target[4096];
+		size_t was = done->len;
+		struct stat st;
+		ssize_t n;
+
+		if (!*comp || !strcmp(comp, ".")) {
+			g_free(comp);
+			continue;
+		}
+		if (!strcmp(comp, "..")) {
+			char *slash = strrchr(done->str, '/');
+
+			g_string_truncate(done, slash ? (gsize)(slash - done->str) : 0);
+			g_free(comp);
+			continue;
+		}
+		g_string_append_c(done, '/');
+		g_string_append(done, comp);
+		g_free(comp);
+		if (is_within(done->str, mnt)) {
+			into = 1;
+			break;
+		}
+		if (lstat(done->str, &st) < 0 || !S_ISLNK(st.st_mode))
+			continue; /* one that is not there leads nowhere: the stat fails too */
+		n = readlink(done->str, target, sizeof target - 1);
+		if (n < 0 || ++links > 40)
+			break;
+		target[n] = '\0';
+		g_string_truncate(done, target[0] == '/' ? 0 : was);
+		parts = g_strsplit(target, "/", -1);
+		for (guint k = g_strv_length(parts); k-- > 0;)
+			g_queue_push_head(&todo, g_strdup(parts[k]));
+		g_strfreev(parts);
+	}
+	g_queue_clear_full(&todo, g_free);
+	g_string_free(done, TRUE);
+	return into;
+}
+
+/* Whether entry name of the folder at path (whose stat is self) is the
+ * mount point, or a link that leads to it or into it (tree_hidden). */
+static int hidden_entry(const struct tree *t, const char *path, const struct stat *self,
+			const struct dirent *de)
+{
+	char *entry;
+	int hidden;
+
+	if (!t->has_hidden)
+		return 0;
+	if (self->st_dev == t->hidden.dev && self->st_ino == t->hidden.ino && !strcmp(de->d_name, t->hidden.name))
+		return 1;
+	if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+		return 0;
+	entry = g_build_filename(path, de->d_name, NULL);
+	hidden = t->hidden.path && leads_into(entry, t->hidden.path);
+	g_free(entry);
+	return hidden;
+}
+
 static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **out)
 {
 	char *path = real_path(t, dir);
@@ -708,8 +789,7 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (t->has_hidden && self.st_dev == t->hidden.dev && self.st_ino == t->hidden.ino
-		    && strcmp(de->d_name, t->hidden.name) == 0)
+		if (hidden_entry(t, path, &self, de))
 			continue; /* not even a stat: see tree_hidden */
 		if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
 			continue; /* dangling links, devices, sockets: nothing a game reads */
@@ -1824,6 +1904,7 @@ static struct tree *open_tree(const char *path, int writable, const struct tree_
 		t->has_hidden = 1;
 		t->hidden = *hidden;
 		t->hidden.name = g_strdup(hidden->name);
+		t->hidden.path = g_strdup(hidden->path);
 	}
 
 	if (!t->src_path || stat(path, &st) < 0) {
@@ -1902,6 +1983,7 @@ void tree_free(struct tree *t)
 	free(t->src_path);
 	g_free(t->root_name);
 	g_free((char *)t->hidden.name);
+	g_free((char *)t->hidden.path);
 	g_free(t);
 }
 

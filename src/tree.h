@@ -117,14 +117,17 @@ void tree_free(struct tree *t);
 struct tree *tree_open_rw(const char *path, int *err);
 int tree_is_writable(const struct tree *t);
 
-/* An entry of a folder in SRC that the tree never looks at, nor shows:
- * the mount point, when it lies in SRC (a look at it would be a request
- * to the mount itself, which waits for the look).  dev and ino are the
- * folder's that holds it, name its name there. */
+/* The mount point, which the tree never looks at, nor shows: a look at
+ * it, or at a path through it, would be a request to the mount itself,
+ * which waits for the look.  dev and ino are the folder's that holds it,
+ * name its name there (the entry of a folder in SRC that it is), and path
+ * its absolute, resolved path (a link in SRC that leads to it or into
+ * it). */
 struct tree_hidden {
 	dev_t dev;
 	ino_t ino;
 	const char *name;
+	const char *path;
 };
 
 /* tree_open (writable 0) or tree_open_rw (1), with hidden (may be NULL). */

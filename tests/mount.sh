@@ -468,11 +468,26 @@ check "a mount point inside the source folder: mounted (read before the mount)" 
 # the mount point is not shown in the mount (a look at it there, or a
 # relisting of its folder after a change, would be a request to the mount
 # itself, which would wait for itself)
-timeout 10 ls "$WORK/nest/mnt/mnt" >/dev/null 2>&1; rc=$?
+timeout -s KILL 10 ls "$WORK/nest/mnt/mnt" >/dev/null 2>&1; rc=$?
 touch "$WORK/nest/new.txt"
-timeout 10 ls "$WORK/nest/mnt" > "$WORK/nest.ls" 2>&1; rc2=$?
+timeout -s KILL 10 ls "$WORK/nest/mnt" > "$WORK/nest.ls" 2>&1; rc2=$?
 check "... the mount point is not in it, and a relisting after a change does not hang" \
-	eval '[ $rc -ne 124 ] && [ $rc2 -eq 0 ] && grep -qx new.txt "$WORK/nest.ls" && ! grep -qx mnt "$WORK/nest.ls"'
+	eval '[ $rc -ne 137 ] && [ $rc2 -eq 0 ] && grep -qx new.txt "$WORK/nest.ls" && ! grep -qx mnt "$WORK/nest.ls"'
+do_umount "$WORK/nest/mnt"
+# links in SRC that lead to the mount point or into it, also from a source
+# the mount point is not in: not shown, never looked through
+ln -s mnt "$WORK/nest/l" && ln -s ../nest/mnt/texts.res "$WORK/nest/l2"
+mkdir -p "$WORK/apart/src" && ln -s "$WORK/apart/mnt" "$WORK/apart/src/tomnt" && cp "$DEMO/texts.res" "$WORK/apart/src/"
+timeout 20 "$EIFS" mount "$WORK/nest" "$WORK/nest/mnt"
+timeout 20 "$EIFS" mount "$WORK/apart/src" "$WORK/apart/mnt"
+MOUNTS="$MOUNTS $WORK/apart/mnt"
+touch "$WORK/nest/new2.txt" "$WORK/apart/src/new.txt"
+timeout -s KILL 10 ls "$WORK/nest/mnt" > "$WORK/nest.ls" 2>&1; rc=$?
+timeout -s KILL 10 ls "$WORK/apart/mnt" > "$WORK/apart.ls" 2>&1; rc2=$?
+check "links to or into the mount point are not shown, and relisting does not hang" \
+	eval '[ $rc -eq 0 ] && [ $rc2 -eq 0 ] && grep -qx new2.txt "$WORK/nest.ls" && grep -qx new.txt "$WORK/apart.ls" && ! grep -qx -e l -e l2 -e tomnt "$WORK/nest.ls" "$WORK/apart.ls"'
+do_umount "$WORK/apart/mnt"
+rm -f "$WORK/nest/l" "$WORK/nest/l2" "$WORK/nest/new2.txt"
 do_umount "$WORK/nest/mnt"
 check "and its daemon exits" no_daemon "$WORK/nest/mnt"
 # a stop signal while SRC is read before the mount (a mount point inside
