@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -474,8 +475,12 @@ static int open_temporary(int dfd, const char *name, char **tmp)
 
 		*tmp = g_strdup_printf(".%s.eifs-%08x", name, g_random_int());
 		fd = openat(dfd, *tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd >= 0)
+		if (fd >= 0) {
+			/* in use: replace.c's clean-up of what crashes left
+			 * passes over a locked temporary */
+			flock(fd, LOCK_EX | LOCK_NB);
 			return fd;
+		}
 		g_free(*tmp);
 		*tmp = NULL;
 		if (errno != EEXIST)
