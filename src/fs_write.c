@@ -526,24 +526,15 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 			edit_snapshot_end(e, &s);
 			return 0;
 		}
-		if (!n) {
+		if (!n || tree_is_dir(n)) {
 			/* not thrown away: its archive may be unreadable for a
-			 * moment, or another program moved the entry */
+			 * moment, or another program moved the entry; nor saved
+			 * over the folder a reload gave its name to */
 			tree_read_unlock(fs->tree);
 			err.code = EIO;
-			snprintf(err.msg, sizeof err.msg,
-				 "it is no longer in its archive (removed or renamed there, or the archive unreadable for now); what was written stays readable in the mount");
-			rc = -EIO;
-			is_view = 0;
-			break;
-		}
-		if (tree_is_dir(n)) {
-			/* its name leads to a folder now (a reload gave it to
-			 * one): never saved over that, nor dropped in silence */
-			tree_read_unlock(fs->tree);
-			err.code = EIO;
-			snprintf(err.msg, sizeof err.msg,
-				 "its name now leads to a folder of its archive (changed by another save or program); what was written stays readable in the mount");
+			snprintf(err.msg, sizeof err.msg, "%s; what was written stays readable in the mount",
+				 n ? "its name now leads to a folder of its archive (changed by another save or program)"
+				   : "it is no longer in its archive (removed or renamed there, or the archive unreadable for now)");
 			rc = -EIO;
 			is_view = 0;
 			break;
