@@ -224,6 +224,17 @@ static void set_load_delay(struct fs *fs)
 		tree_before_wait(fs->tree, delayed_tree_wait);
 }
 
+/* Test hook, not a user option: EIFS_SPIN=always or never fixes whether
+ * the reader spins, which it otherwise chooses by measuring (tests that
+ * look at the spinning itself). */
+static void set_spin_fixed(struct serve_loop *loop)
+{
+	const char *env = getenv("EIFS_SPIN");
+
+	if (env && (!strcmp(env, "always") || !strcmp(env, "never")))
+		serve_loop_spin_fixed(loop, !strcmp(env, "always"));
+}
+
 /* Test hook, not a user option: EIFS_NOTIFY_DELAY_MS=N sends each kernel
  * cache notice N ms late, as a busy machine may (tests/consistency.sh). */
 static void set_notify_delay(struct fs *fs)
@@ -866,6 +877,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	}
 	if (loop) {
 		serve_loop_spin(loop, m->spin_us);
+		set_spin_fixed(loop);
 		serve_loop_before_stop(loop, drain_notices, &fs);
 	}
 	status = serve(loop, se, &g) >= 0 ? EXIT_OK : EXIT_MOUNT;

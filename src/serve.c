@@ -19,6 +19,7 @@
 #include <glib.h>
 
 #include "log.h"
+#include "spin.h"
 #include "watch.h"
 
 struct serve_loop {
@@ -37,7 +38,9 @@ struct serve_loop {
 	unsigned spin_us;      /* serve_loop_spin */
 	void (*before_stop)(void *ctx); /* serve_loop_before_stop */
 	void *before_stop_ctx;
-	int spinning;          /* the device is non-blocking: readers spin */
+	int may_spin;          /* serve_loop_run started the spinning */
+	int nonblocking;       /* the device is: the reader spins (reader's) */
+	struct spin_choice choice; /* whether it should (reader's) */
 	int last_quick;        /* no request was handed to another thread since
 				* the last quick one: readers may spin */
 	GArray *threads;       /* pthread_t, every thread started */
@@ -255,7 +258,7 @@ static int64_t monotonic_ns(void)
  * big read, a save) the answer comes from another thread, and the CPU a
  * spin would take is the one that thread and the kernel's reading need:
  * a cold read of a 1 GiB member took 30% longer with it. */
-static int next_request(struct serve_loop *l, struct fuse_buf *buf)
+static int receive(struct serve_loop *l, struct fuse_buf *buf)
 {
 	int64_t empty_since = 0;
 
@@ -263,7 +266,7 @@ static int next_request(struct serve_loop *l, struct fuse_buf *buf)
 		int res = fuse_session_receive_buf(l->se, buf);
 		int64_t now;
 
-		if (res != -EAGAIN || !__atomic_load_n(&l->spinning, __ATOMIC_ACQUIRE))
+		if (res != -EAGAIN || !l->nonblocking)
 			return res;
 		now = monotonic_ns();
 		if (!empty_since)
@@ -281,6 +284,40 @@ static int next_request(struct serve_loop *l, struct fuse_buf *buf)
 			empty_since = 0;
 		}
 	}
+}
+
+/* Only the reader reads the device, and only between its reads does it
+ * change whether the device blocks. */
+static void set_nonblocking(struct serve_loop *l, int on)
+{
+	int fd = fuse_session_fd(l->se), flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK) < 0)
+		return;
+	l->nonblocking = on;
+}
+
+/* The next request; after a quick answer of its own the reader spins or
+ * sleeps as the choice says, and tells it how soon the request came. */
+static int next_request(struct serve_loop *l, struct fuse_buf *buf)
+{
+	int measured = __atomic_load_n(&l->may_spin, __ATOMIC_ACQUIRE)
+		       && __atomic_load_n(&l->last_quick, __ATOMIC_RELAXED);
+	int64_t start = 0;
+	int res;
+
+	if (measured) {
+		if (spin_choice_spins(&l->choice) != l->nonblocking)
+			set_nonblocking(l, spin_choice_spins(&l->choice));
+		start = monotonic_ns();
+	}
+	res = receive(l, buf);
+	if (measured && res > 0 && spin_choice_note(&l->choice, monotonic_ns() - start))
+		log_msg(LOG_DEBUG, "the reader %s from now on: the next request came %lld us after an answer "
+			"when it spun, %lld us when it slept",
+			spin_choice_spins(&l->choice) ? "spins" : "sleeps",
+			(long long)(l->choice.spin_mean_ns / 1000), (long long)(l->choice.sleep_mean_ns / 1000));
+	return res;
 }
 
 /* Reads and answers while it is the reader; the loop ends when the
@@ -407,6 +444,7 @@ struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setu
 
 	l->setup = setup;
 	l->setup_ctx = ctx;
+	spin_choice_init(&l->choice);
 	l->max_threads = max_threads > 0 ? max_threads : 1;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_condattr_init(&monotonic);
@@ -465,6 +503,11 @@ void serve_loop_spin(struct serve_loop *l, unsigned usec)
 	l->spin_us = usec;
 }
 
+void serve_loop_spin_fixed(struct serve_loop *l, int spins)
+{
+	spin_choice_fix(&l->choice, spins);
+}
+
 void serve_loop_before_stop(struct serve_loop *l, void (*fn)(void *ctx), void *ctx)
 {
 	l->before_stop = fn;
@@ -480,19 +523,12 @@ static int may_spin(void)
 	return sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 1;
 }
 
-/* Readers may be waiting in a blocking read already: they spin from
- * their next request on.  Set before the device turns non-blocking, so
- * that no reader takes its EAGAIN for an error. */
+/* Readers may be waiting in a blocking read already: the reader turns
+ * the device non-blocking itself, at its next request. */
 static void start_spinning(struct serve_loop *l)
 {
-	int fd = fuse_session_fd(l->se), flags;
-
-	if (!l->spin_us || !may_spin())
-		return;
-	__atomic_store_n(&l->spinning, 1, __ATOMIC_RELEASE);
-	flags = fcntl(fd, F_GETFL);
-	if (flags >= 0)
-		fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+	if (l->spin_us && may_spin())
+		__atomic_store_n(&l->may_spin, 1, __ATOMIC_RELEASE);
 }
 
 /* The loop the stop signals end while serve_loop_run takes them: a

@@ -31,10 +31,16 @@ struct fuse_session *serve_loop_session(struct serve_loop *l);
  * a program reading file after file sends its next request within
  * microseconds, and a reader still awake answers it without the wake-up
  * of a sleeping thread, which on a virtual machine's idle CPU costs more
- * than the request itself.  It costs at most usec of CPU time a request,
- * and only where another CPU can run the program.  Before
- * serve_loop_run; the default is 0. */
+ * than the request itself (on others the spinning CPU slows the program
+ * down instead: the reader spins only while it measures that spinning
+ * brings the next request sooner, spin.h).  It costs at most usec of CPU
+ * time a request, and only where another CPU can run the program.
+ * Before serve_loop_run; the default is 0. */
 void serve_loop_spin(struct serve_loop *l, unsigned usec);
+
+/* Whether it spins is measured and chosen as it serves (spin.h); a test
+ * fixes it: always (1) or never (0).  Before serve_loop_run. */
+void serve_loop_spin_fixed(struct serve_loop *l, int spins);
 
 /* Serves the session setup made until it ends (unmount, signal).  The
  * calling thread runs meanwhile(ctx), if given, once the first request can

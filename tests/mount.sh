@@ -7,7 +7,9 @@ E=$EIFS
 M=$WORK/mnt
 
 # ---- mount the demo folder (read-only: saving is tests/writeback.sh's) ---------
-do_mount "$DEMO" "$M" -o ro; rc=$?
+# spinning fixed (EIFS_SPIN, a test hook): the reader's spinning is checked
+# below, and the mount would otherwise choose it by measuring
+EIFS_SPIN=always do_mount "$DEMO" "$M" -o ro; rc=$?
 check "mount returns 0 and creates the mount point" eval '[ $rc -eq 0 ] && mounted "$M"'
 check "the tree is ready when mount returns" [ -f "$M/figures.res/unmotr.anm/cidle/hd" ]
 check "one daemon serves the mount" [ "$(daemon_pids "$M" | wc -l)" -eq 1 ]
@@ -296,7 +298,7 @@ check "-s: the daemon exits" no_daemon "$M"
 # then sleeps in poll: an idle mount must use no CPU, and the files read
 # during spinning must read right.
 if [ "$(nproc)" -gt 1 ]; then
-	do_mount "$DEMO" "$M" -o ro; rc=$?
+	EIFS_SPIN=always do_mount "$DEMO" "$M" -o ro; rc=$?
 	pid=$(daemon_pids "$M")
 	# from when the top directory is built, just after the mount is ready
 	for i in $(seq 20); do [ "$(fuse_fd_mode "$pid")" = nonblocking ] && break; sleep 0.05; done
@@ -319,6 +321,23 @@ if [ "$(nproc)" -gt 1 ]; then
 	check "spin: the daemon exits" no_daemon "$M"
 else
 	echo "skip: spin checks need two CPUs (the mount does not spin on one)"
+fi
+# whether to spin is chosen by measuring both ways (spin.h; its choices are
+# unit tests): the choice is made in a real mount, logged with -d, and the
+# device then blocks when the reader sleeps
+if [ "$(nproc)" -gt 1 ]; then
+	"$E" mount -f -d "$DEMO" "$M" 2>"$WORK/choice.log" & fg=$!
+	for i in $(seq 50); do mounted "$M" && [ -d "$M/texts.res" ] && break; sleep 0.1; done
+	# every name of the tree looked at, its files read: hundreds of
+	# quick requests (two trials take 128 answers)
+	for _ in 1 2 3; do find "$M" -type f -exec cat {} + > /dev/null 2>&1; done
+	kill -TERM $fg; wait $fg
+	check "spin: the reader chose by measuring both ways ($(grep -c 'the reader s[a-z]* from now on' "$WORK/choice.log") choices logged)" \
+		grep -Eq 'the reader (spins|sleeps) from now on: the next request came [0-9]+ us after an answer when it spun, [0-9]+ us when it slept' "$WORK/choice.log"
+	EIFS_SPIN=never do_mount "$DEMO" "$M" -o ro; rc=$?
+	ls -R "$M" > /dev/null
+	check "spin: a reader that sleeps reads the device blocking" eval '[ $rc -eq 0 ] && [ "$(fuse_fd_mode "$(daemon_pids "$M")")" = blocking ]'
+	do_umount "$M"
 fi
 do_mount "$DEMO" "$M" -o ro,spin=0; rc=$?
 check "spin=0: the device is read blocking" eval '[ $rc -eq 0 ] && [ "$(fuse_fd_mode "$(daemon_pids "$M")")" = blocking ]'
