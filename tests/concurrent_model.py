@@ -105,6 +105,7 @@ def describe(data, B):
 SH_DIRS = ['', 'd0', 'd1', 'd0/e0', 'd1/e1', 'd2', 'd2/e2', 'D0', 'd1/E1']
 DIR_NAMES = ['d0', 'd1', 'd2', 'd3', 'e0', 'e1', 'e2', 'D0', 'E1']
 SH_FILES = ['f0.dat', 'f1.dat', 'f2.dat', 'f3.dat', 'F0.dat']
+NEW_DIR_PARENTS = ['', '', 'd0', 'd1', 'd2', 'd1/e1']  # where mkdir and rename_dir put folders
 EXPECTED = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR}
 BAD = {errno.EIO, errno.ENOTCONN, errno.ECONNABORTED, errno.EFAULT}
 
@@ -136,6 +137,7 @@ class Run:
         self.errstats = {}
         self.daemon = None
         self.private = {}  # tid -> {relpath: bytes}
+        self.made_dirs = []  # folders a mkdir made (for rmdir)
         # --noshrink: no truncate, no O_TRUNC (the truncate-during-save bug
         # makes noise that can hide others)
         self.trunc_flag = 0 if a.noshrink else os.O_TRUNC
@@ -240,6 +242,9 @@ class Run:
     def rand_file(self, r):
         return j(self.rand_dir(r), r.choice(SH_FILES))
 
+    def new_dir(self, r):
+        return j(r.choice(NEW_DIR_PARENTS), r.choice(DIR_NAMES))
+
     def w_whole(self, r, path, kind='W'):
         data, i = self.ids.new(kind)
         write_once(self.p(path), os.O_WRONLY | os.O_CREAT | self.trunc_flag, data)
@@ -287,7 +292,7 @@ class Run:
 
     def op_rename_dir(self, r, tid):
         a = r.choice(SH_DIRS[1:])
-        b = j(r.choice(['', '', 'd0', 'd1', 'd2', 'd1/e1']), r.choice(DIR_NAMES))
+        b = self.new_dir(r)
         try:
             os.rename(self.p(a), self.p(b))
         except OSError as e:
@@ -302,12 +307,19 @@ class Run:
         return path,
 
     def op_mkdir(self, r, tid):
-        d = j(r.choice(['', '', 'd0', 'd1', 'd2', 'd1/e1']), r.choice(DIR_NAMES))
+        d = self.new_dir(r)
         os.mkdir(self.p(d))
+        with self.loglock:
+            self.made_dirs.append(d)
         return d,
 
     def op_rmdir(self, r, tid):
-        d = r.choice(SH_DIRS[1:])
+        # the shared folders nearly always hold a file or are gone: half of
+        # the picks name one of the last folders a mkdir made (d3 and the
+        # like get no file), or rmdir would hardly ever remove one
+        with self.loglock:
+            made = self.made_dirs[-3:]
+        d = r.choice(made) if made and r.random() < 0.5 else r.choice(SH_DIRS[1:])
         os.rmdir(self.p(d))
         return d,
 
