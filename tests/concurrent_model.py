@@ -160,6 +160,9 @@ RACY = {
 }
 # the daemon is gone: the threads stop, the run is over
 LOST = {errno.ENOTCONN, errno.ECONNABORTED}
+# After --secs, how long the threads may go on for the kinds of operation
+# that have not succeeded yet (a few seconds do, even with 200 ms saves).
+OVERTIME = 120
 
 
 class Refused(Exception):
@@ -195,6 +198,8 @@ class Run:
         self.daemon = None
         self.private = {}  # tid -> {relpath: bytes}
         self.made_dirs = []  # folders a mkdir made (for rmdir)
+        self.done = {}  # op -> how many succeeded
+        self.overtime = threading.Event()  # past --secs, for the kinds not done yet
         # --noshrink: no truncate, no O_TRUNC (the truncate-during-save bug
         # makes noise that can hide others)
         self.trunc_flag = 0 if a.noshrink else os.O_TRUNC
@@ -569,19 +574,32 @@ class Run:
            ('rename_dir', 4), ('unlink', 6), ('mkdir', 5), ('rmdir', 4), ('editor', 10),
            ('vim', 3), ('slow', 4), ('walk', 2), ('xdev', 1), ('private', 18)]
 
+    def ops_used(self):
+        return [(n, w) for n, w in self.OPS if (not self.a.ops or n in self.a.ops.split(','))
+                and not (self.a.noshrink and n == 'truncate')]
+
+    def not_done(self):
+        """The kinds of operation used that have not succeeded yet."""
+        with self.loglock:
+            return [n for n, w in self.ops_used() if not self.done.get(n)]
+
     def worker(self, tid):
         r = random.Random(self.a.seed * 100 + tid)
-        ops = [(n, w) for n, w in self.OPS if (not self.a.ops or n in self.a.ops.split(','))
-               and not (self.a.noshrink and n == 'truncate')]
+        ops = self.ops_used()
         names = [n for n, w in ops]
         weights = [w for n, w in ops]
         while not self.stop.is_set():
             op = r.choices(names, weights)[0]
+            if self.overtime.is_set() and r.random() < 0.5:
+                # only half: the other kinds go on (a rmdir needs a mkdir)
+                op = r.choice(self.not_done() or [op])
             t0 = time.time()
             self.inflight[tid] = (t0, op)
             try:
                 res = getattr(self, 'op_' + op)(r, tid)
                 self.rec(tid, op, res, 'ok', t0)
+                with self.loglock:
+                    self.done[op] = self.done.get(op, 0) + 1
             except Refused as e:
                 self.rec(tid, op, e.args, 'refused', t0)
             except OSError as e:
@@ -669,6 +687,20 @@ class Run:
         end = time.time() + self.a.secs
         while time.time() < end and not self.stop.is_set():
             time.sleep(0.2)
+        # Each kind of operation must have succeeded once, or a file system
+        # refusing, say, every rmdir with ENOTEMPTY (which a race explains
+        # each time) would pass.  A slow run (200 ms saves, 80 operations
+        # in 15 s) may not have got to all: the threads go on a while.
+        self.overtime.set()
+        while self.not_done() and time.time() < end + OVERTIME and not self.stop.is_set():
+            time.sleep(0.2)
+        info['overtime'] = round(time.time() - end, 1)
+        if not self.stop.is_set():  # else a bug stopped the run early
+            with self.loglock:
+                errs = sorted(self.errstats.items())
+            for op in self.not_done():
+                seen = ', '.join('%d %s' % (v, k.partition(':')[2]) for k, v in errs if k.startswith(op + ':'))
+                self.bug('%s never succeeded in %d s (%s)' % (op, self.a.secs + OVERTIME, seen or 'no errors'))
         self.stop.set()
         for t in ths:
             t.join(45)
@@ -716,7 +748,7 @@ class Run:
                     if 'not saved' in line or 'signal' in line.lower() or 'assert' in line.lower() or 'AddressSanitizer' in line:
                         self.bug('daemon-%s.log: %s' % (tag, line[:500]))
         info.update(ops=self.nops, bugs=self.bugs, suspects=self.suspects[:50], nsuspects=len(self.suspects),
-                    errstats=self.errstats)
+                    errstats=self.errstats, done=self.done)
         logdir = os.path.join(BASE, 'logs')
         os.makedirs(logdir, exist_ok=True)
         status = 'FAIL' if self.bugs else 'ok'
