@@ -3,7 +3,8 @@
 # through the mount (tests/concurrent_model.py): writes, appends, truncates,
 # renames of files and folders, deletes, folders made and removed, editor
 # saves, with saves held open by EIFS_SAVE_DELAY_MS so that they overlap.
-# Each run must end with no error a race cannot explain, no dead daemon, no
+# Each run must end with no errno a race cannot explain (per operation),
+# every kind of operation done at least once, no dead daemon, no
 # failed save, every file a whole sequence of blocks ever written, each
 # thread's own files exactly as it left them, a clean `eifs check` and the
 # same tree after a new mount.

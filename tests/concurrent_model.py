@@ -12,8 +12,9 @@ Threads write, append, truncate, rename files and folders, delete, make
 and remove folders, and save as editors do (a temporary renamed over the
 file), under EIFS_SAVE_DELAY_MS so that saves overlap.  An errno is a
 bug unless RACY allows it for that operation (a race with the other
-threads explains it); so are a dead daemon, an operation taking 30 s, a
-failed save in the log and a non-empty .eifs-status.
+threads explains it); so are a kind of operation that never succeeds (the
+threads go on past --secs for it a while), a dead daemon, an operation
+taking 30 s, a failed save in the log and a non-empty .eifs-status.
 
 Contents: every byte written is part of a fixed-size block (size B per
 run) <KIIIIIIII>payload\n whose payload follows from its header; every
@@ -212,6 +213,8 @@ class Run:
         print('BUG:', msg, flush=True)
 
     def suspect(self, msg):
+        """Noted in the log, never a failure: for what a correct file
+        system may also show (each caller says why)."""
         with self.loglock:
             self.suspects.append(msg)
             self.log.append((time.time(), 'SUSPECT', msg))
@@ -347,8 +350,10 @@ class Run:
             data = f.read()
         why = parse(data, self.ids)
         if why:
-            # a read racing with a write/truncate may legitimately see a torn
-            # state; recheck once quietly, note as suspect
+            # Only a suspect: Linux does not make a buffered read atomic
+            # against a write or truncate of another thread (it copies page
+            # by page, and blocks straddle pages), so a torn state may show.
+            # What stays is checked once the threads stop (verify_snap).
             self.suspect('mid-run read %s: %s blocks=%s' % (path, why, describe(data, self.B)[:20]))
         return path, len(data)
 
@@ -618,6 +623,9 @@ class Run:
             except Exception as e:
                 self.bug('exception in %s (t%d): %s' % (op, tid, traceback.format_exc()))
             dt = time.time() - t0
+            # Only a suspect: an operation may wait behind saves of other
+            # threads, each held EIFS_SAVE_DELAY_MS, on a machine loaded by
+            # a sanitizer; the watchdog fails one that hangs (30 s).
             if dt > 10:
                 self.suspect('slow op %s t%d %.1fs' % (op, tid, dt))
             self.inflight[tid] = None
@@ -742,6 +750,9 @@ class Run:
             if os.path.exists(lp) and os.path.getsize(lp):
                 with open(lp, 'rb') as f:
                     txt = f.read().decode('utf8', 'replace')
+                # Only a suspect: the daemon also logs what it does as it
+                # should ("changed on disk; reading it again"); the lines
+                # below are the failures.
                 if not self.a.debug:
                     self.suspect('daemon-%s.log: %s' % (tag, txt[:3000]))
                 for line in txt.splitlines():
