@@ -152,7 +152,7 @@ RACY = {
     'vim': {errno.ENOENT},
     # ENOENT: its folder is missing (another thread's rmdir or rename_dir, or never made)
     'slow': {errno.ENOENT},
-    # os.walk passes over a folder that goes, op_walk over a file that goes: nothing to allow
+    # op_walk passes over a folder or file another thread took (ENOENT): nothing left to allow
     'walk': set(),
     # ENOENT: another thread's unlink or rename took the file, or a rename_dir or rmdir its folder
     'xdev': {errno.ENOENT},
@@ -429,7 +429,7 @@ class Run:
         except OSError:
             try:
                 os.unlink(self.p(tmp))
-            except OSError:
+            except FileNotFoundError:  # another thread took the temporary (RACY)
                 pass
             raise
         return tmp, target, i
@@ -459,7 +459,7 @@ class Run:
         finally:
             try:
                 os.unlink(self.p(swp))
-            except OSError:
+            except FileNotFoundError:  # an editor of another thread took it (RACY)
                 pass
         return target, i
 
@@ -486,8 +486,13 @@ class Run:
         return path, i1, i2
 
     def op_walk(self, r, tid):
+        def passed_over(e):
+            # os.walk drops every error unless told: only a folder another
+            # thread removed or renamed meanwhile may be passed over
+            if e.errno != errno.ENOENT:
+                raise e
         n = 0
-        for root, dirs, files in os.walk(self.arch):
+        for root, dirs, files in os.walk(self.arch, onerror=passed_over):
             for f in files:
                 try:
                     os.stat(os.path.join(root, f))
