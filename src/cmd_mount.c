@@ -771,6 +771,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	char *made = NULL, *made_in = NULL; /* the first folder made for MNT, and MNT: absolute */
 	struct stat st;
 	int err = 0, loop_err = 0, mkdir_err = 0, mount_after, nest, status = EXIT_MOUNT;
+	unsigned errors_before;
 	struct tree_hidden hidden;
 	char *hidden_name = NULL, *hidden_path = NULL;
 	int have_hidden;
@@ -819,6 +820,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	if (!mount_after && !release_stops_early())
 		loop = start_mounting(m, &g, &loop_err);
 	delay_open();
+	errors_before = log_errors_logged();
 	fs.tree = tree_open_hiding(m->src, !m->read_only, have_hidden ? &hidden : NULL, &err);
 	g_free(hidden_name);
 	g_free(hidden_path);
@@ -826,7 +828,9 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		loop = start_mounting(m, &g, &loop_err);
 	se = loop ? serve_loop_session(loop) : NULL;
 	if (!fs.tree) {
-		fprintf(stderr, "eifs: cannot mount %s: %s\n", m->src, strerror(err));
+		/* one line for one failure: the tree's names file and offset */
+		if (log_errors_logged() == errors_before)
+			fprintf(stderr, "eifs: cannot mount %s: %s\n", m->src, strerror(err));
 		status = EXIT_NO_SOURCE;
 		goto out;
 	}

@@ -11,6 +11,7 @@
 static int use_syslog;
 static int debug;
 static int quiet;
+static unsigned errors_logged;
 
 /* The crash handler's own line to syslog: syslog(3) takes a lock and
  * allocates, which a handler must not (a fault inside malloc or syslog
@@ -70,12 +71,19 @@ int log_debugging(void)
 	return debug;
 }
 
+unsigned log_errors_logged(void)
+{
+	return __atomic_load_n(&errors_logged, __ATOMIC_RELAXED);
+}
+
 void log_msg(int priority, const char *fmt, ...)
 {
 	va_list ap;
 
 	if ((priority == LOG_DEBUG && !debug) || (quiet && priority > LOG_ERR))
 		return;
+	if (priority <= LOG_ERR)
+		__atomic_add_fetch(&errors_logged, 1, __ATOMIC_RELAXED);
 	va_start(ap, fmt);
 	if (use_syslog) {
 		vsyslog(priority, fmt, ap);

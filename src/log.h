@@ -15,5 +15,8 @@ void log_set_debug(int on);
 void log_set_quiet(int on);
 int log_debugging(void);
 void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* How many errors (LOG_ERR and worse) were logged so far: a caller that
+ * would report a failure sees whether the code below already told why. */
+unsigned log_errors_logged(void);
 
 #endif

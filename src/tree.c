@@ -538,9 +538,10 @@ static int build_log_ok(struct build_log *bl)
 /* Validates the header of the archive in [off, off+len) of fd: magic, and
  * a table and name block that fit.  Returns 0 for an archive, 1 for no RES
  * magic at all, or a negative errno after logging why a RES archive is
- * unusable. */
+ * unusable (at priority: an error where that ends the mount, else a
+ * warning, the archive shown as a file). */
 static int probe_archive(int fd, uint64_t off, uint64_t len, const char *what,
-			 const char *consequence, struct build_log *bl)
+			 const char *consequence, int priority, struct build_log *bl)
 {
 	unsigned char hdr[RES_HEADER_SIZE];
 	struct res_header h;
@@ -550,7 +551,7 @@ static int probe_archive(int fd, uint64_t off, uint64_t len, const char *what,
 		return 1; /* not an archive at all: a plain file, nothing to say */
 	if (res_header_decode(hdr, len, &h, &err) < 0) {
 		if (build_log_ok(bl))
-			log_msg(LOG_WARNING, "%s: offset %llu: %s (%s); %s", what,
+			log_msg(priority, "%s: offset %llu: %s (%s); %s", what,
 				(unsigned long long)err.offset, err.msg, strerror(err.code), consequence);
 		return -err.code;
 	}
@@ -670,7 +671,7 @@ static void folder_child(struct tree *t, struct tree_node *n, const char *path, 
 			n->size = (uint64_t)st->st_size;
 			n->mode = st->st_mode;
 		}
-		if (fd >= 0 && probe_archive(fd, 0, n->size, path, "shown as a file", NULL) == 0) {
+		if (fd >= 0 && probe_archive(fd, 0, n->size, path, "shown as a file", LOG_WARNING, NULL) == 0) {
 			n->kind = NODE_ARCHIVE;
 			n->offset = 0;
 			n->plain_fd = 0; /* the union now holds no table */
@@ -998,7 +999,7 @@ static int is_nested_archive(struct tree_node *n, const struct tree_node *archiv
 	if (!candidate || n->faults || n->size < RES_HEADER_SIZE)
 		return 0;
 	what = tree_path(n);
-	ok = probe_archive(n->src->fd, n->offset, n->size, what, "shown as a file", bl) == 0;
+	ok = probe_archive(n->src->fd, n->offset, n->size, what, "shown as a file", LOG_WARNING, bl) == 0;
 	if (ok && archive->depth + 1 > TREE_MAX_DEPTH) {
 		if (build_log_ok(bl))
 			log_msg(LOG_WARNING, "%s: archives nested deeper than %d levels are shown as files",
@@ -1878,7 +1879,7 @@ static int open_root_archive(struct tree *t, const char *path, const struct stat
 		log_msg(LOG_ERR, "%s: %s", path, strerror(errno));
 		return -errno;
 	}
-	rc = probe_archive(fd, 0, (uint64_t)st->st_size, path, "cannot be opened", NULL);
+	rc = probe_archive(fd, 0, (uint64_t)st->st_size, path, "cannot be opened", LOG_ERR, NULL);
 	if (rc == 0)
 		rc = read_root_table(t, fd, (uint64_t)st->st_size, path);
 	if (rc != 0) {
@@ -2155,7 +2156,7 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external, con
 	if (left && !tree_same_stamp(&st, left))
 		external = 1;
 	if (st.st_dev == s->stamp.st_dev && st.st_ino == s->stamp.st_ino) {
-		if (probe_archive(s->fd, 0, (uint64_t)st.st_size, s->path, "shown as a file", NULL) != 0)
+		if (probe_archive(s->fd, 0, (uint64_t)st.st_size, s->path, "shown as a file", LOG_WARNING, NULL) != 0)
 			return -1;
 		s->stamp = st;
 		s->racy = coarse_racy(&st);
@@ -2170,7 +2171,7 @@ static int reopen_archive(struct tree *t, struct tree_node *a, int external, con
 		fd = open_regular(s->path, &st);
 		if (fd < 0)
 			return -1;
-		if (probe_archive(fd, 0, (uint64_t)st.st_size, s->path, "shown as a file", NULL) != 0) {
+		if (probe_archive(fd, 0, (uint64_t)st.st_size, s->path, "shown as a file", LOG_WARNING, NULL) != 0) {
 			close(fd);
 			return -1;
 		}

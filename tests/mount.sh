@@ -278,6 +278,9 @@ check "not an archive: exit 66 naming the offset" eval '[ $rc -eq 66 ] && grep -
 printf '\074\342\234\001\377\377\377\000\020\000\000\000\000\000\000\000' > "$WORK/huge.res"
 "$E" mount "$WORK/huge.res" "$M" 2>"$WORK/e3"; rc=$?
 check "16 million declared entries in 16 bytes: refused" eval '[ $rc -eq 66 ] && grep -q '\''past the archive end'\'' "$WORK/e3"'
+# one failure, one line: the reason, with the file and the offset
+check "each refused source is told in one line ($(wc -l < "$WORK/e1"), $(wc -l < "$WORK/e2"), $(wc -l < "$WORK/e3"))" \
+	eval '[ "$(cat "$WORK/e1" "$WORK/e2" "$WORK/e3" | wc -l)" -eq 3 ] && grep -q "^eifs: $WORK/huge.res: offset 4: " "$WORK/e3"'
 printf 'a file' > "$WORK/afile"
 "$E" mount "$DEMO" "$WORK/afile" 2>"$WORK/e4"; rc=$?
 check "a file as the mount point: exit 71, not a directory" \
