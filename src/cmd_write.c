@@ -140,12 +140,12 @@ static int view_put(const char *arg, const unsigned char *text, size_t len, char
 
 /* ---- put, rm, compact ---------------------------------------------------- */
 
-static int read_stdin(GByteArray *buf)
+static int read_whole(int fd, GByteArray *buf)
 {
 	unsigned char chunk[65536];
 	ssize_t n;
 
-	while ((n = read(0, chunk, sizeof chunk)) != 0) {
+	while ((n = read(fd, chunk, sizeof chunk)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -170,33 +170,33 @@ static int parse_time(const char *arg, int64_t *out)
 	return 0;
 }
 
-/* Reads FILE (mapped, its mtime is the entry's) or standard input (now). */
-static int put_input(const char *src, struct save_op *j, GMappedFile **map, GByteArray *buf)
+/* Reads FILE (its mtime is the entry's) or standard input (now).  Read,
+ * not mapped: a FILE another program truncates meanwhile would end put
+ * with SIGBUS. */
+static int put_input(const char *src, struct save_op *j, GByteArray *buf)
 {
-	GError *ge = NULL;
+	const char *what = !src || strcmp(src, "-") == 0 ? NULL : src;
+	int fd = what ? open(what, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
 	struct stat st;
+	int rc;
 
-	if (!src || strcmp(src, "-") == 0) {
-		int rc = read_stdin(buf);
-
-		if (rc < 0) {
-			fprintf(stderr, "eifs: put: standard input: %s%s\n", strerror(-rc),
-				rc == -EFBIG ? " (an entry holds at most 4294967295 bytes)" : "");
-			return -1;
-		}
-		j->data = buf->data;
-		j->len = buf->len;
-		j->mtime = (uint32_t)time(NULL);
-		return 0;
-	}
-	if (stat(src, &st) < 0 || !(*map = g_mapped_file_new(src, FALSE, &ge))) {
-		fprintf(stderr, "eifs: put: %s: %s\n", src, ge ? ge->message : strerror(errno));
-		g_clear_error(&ge);
+	if (fd < 0 || (what && fstat(fd, &st) < 0)) {
+		fprintf(stderr, "eifs: put: %s: %s\n", src, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
-	j->data = (const unsigned char *)g_mapped_file_get_contents(*map);
-	j->len = g_mapped_file_get_length(*map);
-	j->mtime = (uint32_t)st.st_mtime;
+	rc = read_whole(fd, buf);
+	if (what)
+		close(fd);
+	if (rc < 0) {
+		fprintf(stderr, "eifs: put: %s: %s%s\n", what ? what : "standard input", strerror(-rc),
+			rc == -EFBIG ? " (an entry holds at most 4294967295 bytes)" : "");
+		return -1;
+	}
+	j->data = buf->data;
+	j->len = buf->len;
+	j->mtime = what ? (uint32_t)st.st_mtime : (uint32_t)time(NULL);
 	return 0;
 }
 
@@ -207,7 +207,6 @@ int cmd_put(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct save_op j = { .op = RES_PUT };
-	GMappedFile *map = NULL;
 	GByteArray *buf = g_byte_array_new(), *source = NULL;
 	char *source_path = NULL;
 	int64_t fixed_time = -1;
@@ -233,7 +232,7 @@ int cmd_put(int argc, char **argv)
 		g_byte_array_unref(buf);
 		return EXIT_USAGE;
 	}
-	status = put_input(argc == 2 ? argv[1] : NULL, &j, &map, buf) < 0 ? EXIT_PROBLEMS : EXIT_OK;
+	status = put_input(argc == 2 ? argv[1] : NULL, &j, buf) < 0 ? EXIT_PROBLEMS : EXIT_OK;
 	if (fixed_time >= 0)
 		j.mtime = (uint32_t)fixed_time;
 	if (status == EXIT_OK && view_put(argv[0], j.data, j.len, &source_path, &source) < 0)
@@ -253,8 +252,6 @@ int cmd_put(int argc, char **argv)
 	if (source)
 		g_byte_array_unref(source);
 	g_free(source_path);
-	if (map)
-		g_mapped_file_unref(map);
 	g_byte_array_unref(buf);
 	return status;
 }
