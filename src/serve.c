@@ -298,8 +298,9 @@ static void set_nonblocking(struct serve_loop *l, int on)
 }
 
 /* The next request; after a quick answer of its own the reader spins or
- * sleeps as the choice says, and tells it how soon the request came. */
-static int next_request(struct serve_loop *l, struct fuse_buf *buf)
+ * sleeps as the choice says, and tells it how soon the request came.
+ * *chose is set when that made a new choice. */
+static int next_request(struct serve_loop *l, struct fuse_buf *buf, int *chose)
 {
 	int measured = __atomic_load_n(&l->may_spin, __ATOMIC_ACQUIRE)
 		       && __atomic_load_n(&l->last_quick, __ATOMIC_RELAXED);
@@ -312,12 +313,15 @@ static int next_request(struct serve_loop *l, struct fuse_buf *buf)
 		start = monotonic_ns();
 	}
 	res = receive(l, buf);
-	if (measured && res > 0 && spin_choice_note(&l->choice, monotonic_ns() - start))
-		log_msg(LOG_DEBUG, "the reader %s from now on: the next request came %lld us after an answer "
-			"when it spun, %lld us when it slept",
-			spin_choice_spins(&l->choice) ? "spins" : "sleeps",
-			(long long)(l->choice.spin_mean_ns / 1000), (long long)(l->choice.sleep_mean_ns / 1000));
+	*chose = measured && res > 0 && spin_choice_note(&l->choice, monotonic_ns() - start);
 	return res;
+}
+
+static void log_choice(const struct spin_choice *c)
+{
+	log_msg(LOG_DEBUG, "the reader %s from now on: the next request came %lld us after an answer "
+		"when it spun, %lld us when it slept", spin_choice_spins(c) ? "spins" : "sleeps",
+		(long long)(c->spin_mean_ns / 1000), (long long)(c->sleep_mean_ns / 1000));
 }
 
 /* Reads and answers while it is the reader; the loop ends when the
@@ -326,11 +330,13 @@ static int next_request(struct serve_loop *l, struct fuse_buf *buf)
 static void serve_as_reader(struct serve_loop *l, struct fuse_buf *buf)
 {
 	while (reader_of == l && !fuse_session_exited(l->se)) {
-		int res;
+		int res, chose;
 
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-		res = next_request(l, buf);
+		res = next_request(l, buf, &chose);
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		if (chose)
+			log_choice(&l->choice);
 		if (res == -EINTR || res == -EAGAIN)
 			continue;
 		if (res <= 0) {

@@ -303,8 +303,13 @@ check "-s: the daemon exits" no_daemon "$M"
 if [ "$(nproc)" -gt 1 ]; then
 	EIFS_SPIN=always do_mount "$DEMO" "$M" -o ro; rc=$?
 	pid=$(daemon_pids "$M")
-	# from when the top directory is built, just after the mount is ready
-	for i in $(seq 20); do [ "$(fuse_fd_mode "$pid")" = nonblocking ] && break; sleep 0.05; done
+	# the reader turns the device non-blocking at its next request after
+	# the loop started: a name never asked for is one
+	for i in $(seq 20); do
+		stat "$M/not here $i" > /dev/null 2>&1
+		[ "$(fuse_fd_mode "$pid")" = nonblocking ] && break
+		sleep 0.05
+	done
 	check "spin: the default mount reads the device non-blocking" eval '[ $rc -eq 0 ] && [ "$(fuse_fd_mode "$pid")" = nonblocking ]'
 	# a fresh mount: every name and read goes to the spinning reader
 	( cd "$M" && find . -type f ) | sort > "$WORK/spin.files"
@@ -331,12 +336,22 @@ fi
 if [ "$(nproc)" -gt 1 ]; then
 	"$E" mount -f -d "$DEMO" "$M" 2>"$WORK/choice.log" & fg=$!
 	for i in $(seq 50); do mounted "$M" && [ -d "$M/texts.res" ] && break; sleep 0.1; done
-	# every name of the tree looked at, its files read: hundreds of
-	# quick requests (two trials take 128 answers)
-	for _ in 1 2 3; do find "$M" -type f -exec cat {} + > /dev/null 2>&1; done
+	# every name of the tree looked at, its files read: hundreds of quick
+	# requests (the first trials take 128 answers), until the choice
+	chosen() { grep -E 'the reader (spins|sleeps) from now on' "$WORK/choice.log" | tail -n1; }
+	for _ in $(seq 10); do
+		find "$M" -type f -exec cat {} + > /dev/null 2>&1
+		[ -n "$(chosen)" ] && break
+	done
+	# a few requests more: the device blocks when the reader sleeps (it
+	# was non-blocking for the trials), and not when it spins
+	ls -lR "$M" > /dev/null 2>&1
+	case $(chosen) in *sleeps*) want=blocking ;; *) want=nonblocking ;; esac
+	mode=$(fuse_fd_mode $fg)
 	kill -TERM $fg; wait $fg
-	check "spin: the reader chose by measuring both ways ($(grep -c 'the reader s[a-z]* from now on' "$WORK/choice.log") choices logged)" \
+	check "spin: the reader chose by measuring both ways: $(chosen | sed 's/^eifs: //')" \
 		grep -Eq 'the reader (spins|sleeps) from now on: the next request came [0-9]+ us after an answer when it spun, [0-9]+ us when it slept' "$WORK/choice.log"
+	check "spin: the device is $want as the choice says (it is $mode)" [ "$mode" = "$want" ]
 	EIFS_SPIN=never do_mount "$DEMO" "$M" -o ro; rc=$?
 	ls -R "$M" > /dev/null
 	check "spin: a reader that sleeps reads the device blocking" eval '[ $rc -eq 0 ] && [ "$(fuse_fd_mode "$(daemon_pids "$M")")" = blocking ]'

@@ -19,18 +19,55 @@ static int feed(struct spin_choice *c, int n, int64_t spin_ns, int64_t sleep_ns)
 	return spun;
 }
 
-Test(spin, it_tries_both_ways_first_spinning)
+Test(spin, a_trial_measures_each_way_64_times_taking_turns_at_random)
+{
+	struct spin_choice c;
+	int spun = 0, switches = 0, was = -1;
+
+	spin_choice_init(&c);
+	for (int i = 0; i < 2 * SPIN_TRY_SAMPLES - 1; i++) {
+		int spins = spin_choice_spins(&c);
+
+		spun += spins;
+		switches += was >= 0 && spins != was;
+		was = spins;
+		cr_assert_eq(spin_choice_note(&c, spins ? 10000 : 40000), 0, "no choice before both have 64");
+	}
+	cr_assert_eq(spun + spin_choice_spins(&c), SPIN_TRY_SAMPLES, "64 gaps each way");
+	cr_assert_eq(spin_choice_note(&c, spin_choice_spins(&c) ? 10000 : 40000), 1, "the first choice is news");
+	cr_assert_eq(c.spin_mean_ns, 10000);
+	cr_assert_eq(c.sleep_mean_ns, 40000);
+	/* neither all of one way first nor strictly alternating */
+	cr_assert(switches > 10 && switches < 2 * SPIN_TRY_SAMPLES - 10, "%d switches", switches);
+}
+
+Test(spin, a_cycle_of_requests_does_not_decide)
 {
 	struct spin_choice c;
 
+	/* a program whose every other gap is long (open, then read): taking
+	 * turns in order would give one way all the long ones */
 	spin_choice_init(&c);
+	for (int i = 0; i < 2 * SPIN_TRY_SAMPLES; i++)
+		spin_choice_note(&c, i % 2 ? 50000 : 10000);
+	cr_assert_lt(c.spin_mean_ns - c.sleep_mean_ns, 20000);
+	cr_assert_lt(c.sleep_mean_ns - c.spin_mean_ns, 20000);
+}
+
+Test(spin, an_outlier_does_not_decide)
+{
+	struct spin_choice c;
+	int outliers = 0;
+
+	/* spinning brings the request sooner, but a few of its gaps met a
+	 * preemption: the plain mean would have chosen sleeping */
+	spin_choice_init(&c);
+	for (int i = 0; i < 2 * SPIN_TRY_SAMPLES; i++) {
+		int spins = spin_choice_spins(&c);
+
+		spin_choice_note(&c, spins && outliers < 5 && ++outliers ? 900000 : spins ? 15000 : 30000);
+	}
 	cr_assert(spin_choice_spins(&c));
-	cr_assert_eq(feed(&c, SPIN_TRY_SAMPLES, 10000, 40000), SPIN_TRY_SAMPLES);
-	cr_assert_not(spin_choice_spins(&c), "the second trial sleeps");
-	cr_assert_eq(feed(&c, SPIN_TRY_SAMPLES - 1, 10000, 40000), 0);
-	cr_assert_eq(spin_choice_note(&c, 40000), 1, "the first choice is news");
-	cr_assert_eq(c.spin_mean_ns, 10000);
-	cr_assert_eq(c.sleep_mean_ns, 40000);
 }
 
 Test(spin, where_waking_costs_it_keeps_spinning)
@@ -96,10 +133,10 @@ Test(spin, long_and_impossible_gaps_do_not_count)
 		cr_assert_eq(spin_choice_note(&c, SPIN_MAX_GAP_NS + 1), 0);
 		cr_assert_eq(spin_choice_note(&c, -1), 0);
 	}
-	cr_assert(spin_choice_spins(&c), "still in the first trial");
-	cr_assert_eq(c.samples, 0);
-	cr_assert_eq(spin_choice_note(&c, SPIN_MAX_GAP_NS), 0);
-	cr_assert_eq(c.samples, 1, "the longest gap that counts");
+	cr_assert_eq(c.n[0] + c.n[1], 0, "still no gap of the first trial");
+	feed(&c, 2 * SPIN_TRY_SAMPLES - 1, SPIN_MAX_GAP_NS, SPIN_MAX_GAP_NS);
+	cr_assert_eq(c.chosen, -1);
+	cr_assert_eq(spin_choice_note(&c, SPIN_MAX_GAP_NS), 1, "the longest gap that counts ends the trial");
 }
 
 Test(spin, a_fixed_choice_stays)
