@@ -170,10 +170,44 @@ static int parse_time(const char *arg, int64_t *out)
 	return 0;
 }
 
+/* A regular FILE of size bytes, read whole into memory of exactly that
+ * size (grown as it is read, an array would take up to twice as much),
+ * which *buf then holds; a FILE that shrank meanwhile gives what it still
+ * held. */
+static int read_sized(int fd, uint64_t size, GByteArray **buf)
+{
+	unsigned char *data;
+	size_t got = 0;
+
+	if (size > UINT32_MAX)
+		return -EFBIG; /* an entry's limit */
+	data = g_try_malloc(size ? size : 1);
+	if (!data)
+		return -ENOMEM;
+	while (got < size) {
+		ssize_t n = read(fd, data + got, size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = errno;
+
+			g_free(data);
+			return -err;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	g_byte_array_unref(*buf);
+	*buf = g_byte_array_new_take(data, got);
+	return 0;
+}
+
 /* Reads FILE (its mtime is the entry's) or standard input (now).  Read,
  * not mapped: a FILE another program truncates meanwhile would end put
  * with SIGBUS. */
-static int put_input(const char *src, struct save_op *j, GByteArray *buf)
+static int put_input(const char *src, struct save_op *j, GByteArray **buf)
 {
 	const char *what = !src || strcmp(src, "-") == 0 ? NULL : src;
 	int fd = what ? open(what, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
@@ -186,7 +220,7 @@ static int put_input(const char *src, struct save_op *j, GByteArray *buf)
 			close(fd);
 		return -1;
 	}
-	rc = read_whole(fd, buf);
+	rc = what && S_ISREG(st.st_mode) ? read_sized(fd, (uint64_t)st.st_size, buf) : read_whole(fd, *buf);
 	if (what)
 		close(fd);
 	if (rc < 0) {
@@ -194,8 +228,8 @@ static int put_input(const char *src, struct save_op *j, GByteArray *buf)
 			rc == -EFBIG ? " (an entry holds at most 4294967295 bytes)" : "");
 		return -1;
 	}
-	j->data = buf->data;
-	j->len = buf->len;
+	j->data = (*buf)->data;
+	j->len = (*buf)->len;
 	j->mtime = what ? (uint32_t)st.st_mtime : (uint32_t)time(NULL);
 	return 0;
 }
@@ -232,7 +266,7 @@ int cmd_put(int argc, char **argv)
 		g_byte_array_unref(buf);
 		return EXIT_USAGE;
 	}
-	status = put_input(argc == 2 ? argv[1] : NULL, &j, buf) < 0 ? EXIT_PROBLEMS : EXIT_OK;
+	status = put_input(argc == 2 ? argv[1] : NULL, &j, &buf) < 0 ? EXIT_PROBLEMS : EXIT_OK;
 	if (fixed_time >= 0)
 		j.mtime = (uint32_t)fixed_time;
 	if (status == EXIT_OK && view_put(argv[0], j.data, j.len, &source_path, &source) < 0)
