@@ -107,6 +107,8 @@ void notify_inode(struct fs *fs, struct inode *in, int data)
 
 	n->ino = fs_ino(fs, in);
 	n->data = data;
+	if (data)
+		__atomic_store_n(&in->pages_stored, 0, __ATOMIC_RELAXED);
 	push(fs, n);
 }
 
@@ -952,6 +954,63 @@ void fs_handle_free(struct fs *fs, struct handle *h)
 	g_free(h);
 }
 
+/* A small file's bytes go into the kernel's cache with its open, so that
+ * reading it needs no request: the open's reply follows the pages, and
+ * the open keeps them.  Only when the kernel may not have them: once
+ * stored, they stay until it forgets the inode (or an invalidation); if it
+ * drops them sooner, a read asks for them as before.  Called under the
+ * tree's read lock: a change of the file, and its invalidation, come
+ * after.  An edit's bytes are not the tree's: none are stored under one. */
+enum { STORE_VIEW_MAX = 128 << 10 }; /* made at the open: no disk read */
+
+static int may_store(const struct inode *in, const struct tree_node *n, size_t max)
+{
+	return !__atomic_load_n(&in->pages_stored, __ATOMIC_RELAXED) && n->size > 0 && n->size <= max
+	       && !__atomic_load_n(&in->edit, __ATOMIC_ACQUIRE);
+}
+
+static void store_bytes(struct fs *fs, struct inode *in, fuse_ino_t ino, const void *bytes, size_t len)
+{
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(len);
+
+	buf.buf[0].mem = (void *)bytes;
+	if (fuse_lowlevel_notify_store(fs->se, ino, 0, &buf, 0) != 0)
+		return;
+	if (__atomic_load_n(&in->edit, __ATOMIC_ACQUIRE))
+		notify_inode(fs, in, 1); /* begun meanwhile: its writes may be older */
+	else
+		__atomic_store_n(&in->pages_stored, 1, __ATOMIC_RELAXED);
+}
+
+static void store_entry(struct fs *fs, struct inode *in, fuse_ino_t ino, struct tree_node *n)
+{
+	char bytes[SERVE_QUICK_READ];
+	struct iovec iov = { .iov_base = bytes };
+	size_t len = SERVE_QUICK_READ + 1;
+	uint64_t pos;
+	int fd;
+
+	if (!may_store(in, n, SERVE_QUICK_READ) || tree_data(fs->tree, n, 0, &len, &fd, &pos) < 0
+	    || len != n->size)
+		return;
+	iov.iov_len = len;
+	if (preadv2(fd, &iov, 1, (off_t)pos, RWF_NOWAIT) != (ssize_t)len) {
+		serve_will_block(); /* from the disk */
+		if (preadv(fd, &iov, 1, (off_t)pos) != (ssize_t)len)
+			return; /* the read that comes will say why */
+	}
+	store_bytes(fs, in, ino, bytes, len);
+}
+
+static void store_view(struct fs *fs, struct inode *in, fuse_ino_t ino, struct tree_node *n, GBytes *made)
+{
+	gsize len;
+	const void *bytes = made ? g_bytes_get_data(made, &len) : NULL;
+
+	if (bytes && may_store(in, n, STORE_VIEW_MAX) && len == n->size)
+		store_bytes(fs, in, ino, bytes, len);
+}
+
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
@@ -1050,6 +1109,10 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* a loose file (or a view of one) may have changed since its pages
 	 * were read */
 	fi->keep_cache = !in->replaced && !loose(n);
+	if (fi->keep_cache && !h->own_bytes && fs->se && n->kind == NODE_ENTRY)
+		store_entry(fs, in, ino, n);
+	else if (fi->keep_cache && !h->own_bytes && fs->se && n->kind == NODE_VIEW)
+		store_view(fs, in, ino, n, h->bytes);
 	tree_read_unlock(fs->tree);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->noflush = 1; /* nothing to save: closing it needs no request */

@@ -26,7 +26,10 @@ struct inode {
 	struct tree_node *node;    /* NULL: gone */
 	uint64_t ino;              /* st_ino shown: the node's, kept after it goes */
 	struct edit *edit;         /* contents being written (fs_write.c) */
-	int pinned;                /* a reference its edit holds (fs_edit_pin) */
+	uint8_t pinned;            /* a reference its edit holds (fs_edit_pin) */
+	uint8_t pages_stored;      /* its bytes were put in the kernel's cache
+				    * (fs.c store_bytes); cleared when they may
+				    * be gone or stale */
 	uint32_t reads_open;       /* opened for reading and not yet released
 				    * (beside pinned: no bigger, 100 000 of them) */
 	struct stat *opened_st;    /* its attributes when last opened: what
