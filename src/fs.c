@@ -963,9 +963,17 @@ void fs_handle_free(struct fs *fs, struct handle *h)
  * after.  An edit's bytes are not the tree's: none are stored under one. */
 enum { STORE_VIEW_MAX = 128 << 10 }; /* made at the open: no disk read */
 
+/* The kernel holds a page locked while it waits for a read or write of
+ * it, and a store waits for that lock: on the reading thread, whose
+ * waiting would leave that very request unread, it must not wait.  Only
+ * an open file asks for pages, so this open must be the only one of the
+ * inode, done or under way (one under way counts from its start: it read
+ * its request before this thread did). */
 static int may_store(const struct inode *in, const struct tree_node *n, size_t max)
 {
 	return !__atomic_load_n(&in->pages_stored, __ATOMIC_RELAXED) && n->size > 0 && n->size <= max
+	       && __atomic_load_n(&in->opening, __ATOMIC_ACQUIRE) == 1
+	       && __atomic_load_n(&in->reads_open, __ATOMIC_ACQUIRE) == 1
 	       && !__atomic_load_n(&in->edit, __ATOMIC_ACQUIRE);
 }
 
@@ -1011,7 +1019,7 @@ static void store_view(struct fs *fs, struct inode *in, fuse_ino_t ino, struct t
 		store_bytes(fs, in, ino, bytes, len);
 }
 
-static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void open_inode(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *in = fs_inode(fs, ino);
@@ -1118,6 +1126,24 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->noflush = 1; /* nothing to save: closing it needs no request */
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		fs_handle_free(fs, h); /* the open was interrupted: no release comes */
+}
+
+/* Counted while under way, for may_store; the reference keeps the inode
+ * for the count's end, as a release and a forget may follow the reply. */
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	struct inode *in = fs_inode(fs, ino);
+
+	if (in == &status_inode || in == inodes_root(fs->inodes)) {
+		open_inode(req, ino, fi); /* not counted: never stored */
+		return;
+	}
+	inode_ref(fs->inodes, in);
+	__atomic_add_fetch(&in->opening, 1, __ATOMIC_ACQ_REL);
+	open_inode(req, ino, fi);
+	__atomic_sub_fetch(&in->opening, 1, __ATOMIC_ACQ_REL);
+	inode_unref(fs->inodes, in);
 }
 
 static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

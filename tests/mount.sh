@@ -384,6 +384,35 @@ mark=$(($(wc -l < "$WORK/store.log") + 1))
 "$E" cat "$DEMO/texts.res/map.txt" | cmp -s - "$f"; rc=$?
 check "store: once the kernel dropped the pages, a read asks for them and is right ($(since READ) READ)" \
 	eval '[ $rc -eq 0 ] && [ "$(since READ)" -ge 1 ]'
+# another program changes entries while readers open them again and again:
+# opens that store and opens beside other opens (which must not: their
+# reads may hold the pages locked, waiting for the very thread storing).
+# The mount answers all along, and reads what the archive has at the end.
+x="texts.res/Gipat Medium (тип материала - кожа)"
+exec 4<"$M/$x" # held open across the changes
+"$E" ls "$WORK/store/texts.res" | grep -v '\.txt$' | head -8 > "$WORK/storm.list"
+end=$(($(date +%s) + 6)) readers=
+for _ in 1 2 3 4; do
+	while [ "$(date +%s)" -lt $end ]; do
+		while IFS= read -r e; do cat "$M/texts.res/$e"; done < "$WORK/storm.list" > /dev/null 2>&1
+	done &
+	readers="$readers $!"
+done
+i=0
+while [ "$(date +%s)" -lt $end ]; do
+	i=$((i + 1))
+	e=$(sed -n "$((i % 8 + 1))p" "$WORK/storm.list")
+	printf 'version %s of %s\n' "$i" "$e" | "$E" put "$WORK/store/texts.res/$e" - || break
+done
+wait $readers
+"$E" cat "$WORK/store/$x" | cmp -s - "$M/$x"; held=$?
+exec 4<&-
+bad=0
+while IFS= read -r e; do
+	"$E" cat "$WORK/store/texts.res/$e" | cmp -s - "$M/texts.res/$e" || { bad=$((bad + 1)); echo "differs: $e"; }
+done < "$WORK/storm.list"
+check "store: $i changes by another program under 4 readers: every entry reads as the archive has it" \
+	eval '[ "$i" -gt 20 ] && [ "$bad" -eq 0 ] && [ "$held" -eq 0 ] && timeout 5 ls "$M/texts.res" > /dev/null'
 # an entry open for writing reads as written, not as the archive has it:
 # written through a descriptor kept open (no close, so no flush has saved
 # it), read through another
