@@ -907,8 +907,10 @@ struct handle *fs_new_handle(struct fs *fs, struct inode *in)
 
 	h->inode = in;
 	h->fd = -1;
-	if (in)
+	if (in) {
 		inode_ref(fs->inodes, in);
+		__atomic_add_fetch(&in->handles, 1, __ATOMIC_ACQ_REL);
+	}
 	pthread_mutex_lock(&fs->opens_lock);
 	h->next = fs->opens;
 	if (h->next)
@@ -949,8 +951,10 @@ void fs_handle_free(struct fs *fs, struct handle *h)
 		g_bytes_unref(h->bytes);
 	if (h->read_open)
 		inode_closed(fs->inodes, h->inode);
-	if (h->inode)
+	if (h->inode) {
+		__atomic_sub_fetch(&h->inode->handles, 1, __ATOMIC_ACQ_REL);
 		inode_unref(fs->inodes, h->inode);
+	}
 	g_free(h);
 }
 
@@ -966,14 +970,15 @@ enum { STORE_VIEW_MAX = 128 << 10 }; /* made at the open: no disk read */
 /* The kernel holds a page locked while it waits for a read or write of
  * it, and a store waits for that lock: on the reading thread, whose
  * waiting would leave that very request unread, it must not wait.  Only
- * an open file asks for pages, so this open must be the only one of the
- * inode, done or under way (one under way counts from its start: it read
- * its request before this thread did). */
+ * an open file asks for pages, so this open (its handle made) must be the
+ * only one of the inode, of any kind (a loose file's or a temporary's,
+ * moved to an entry's name, too), done or under way (one under way counts
+ * from its start: it read its request before this thread did). */
 static int may_store(const struct inode *in, const struct tree_node *n, size_t max)
 {
 	return !__atomic_load_n(&in->pages_stored, __ATOMIC_RELAXED) && n->size > 0 && n->size <= max
 	       && __atomic_load_n(&in->opening, __ATOMIC_ACQUIRE) == 1
-	       && __atomic_load_n(&in->reads_open, __ATOMIC_ACQUIRE) == 1
+	       && __atomic_load_n(&in->handles, __ATOMIC_ACQUIRE) == 1
 	       && !__atomic_load_n(&in->edit, __ATOMIC_ACQUIRE);
 }
 
@@ -984,10 +989,17 @@ static void store_bytes(struct fs *fs, struct inode *in, fuse_ino_t ino, const v
 	buf.buf[0].mem = (void *)bytes;
 	if (fuse_lowlevel_notify_store(fs->se, ino, 0, &buf, 0) != 0)
 		return;
-	if (__atomic_load_n(&in->edit, __ATOMIC_ACQUIRE))
-		notify_inode(fs, in, 1); /* begun meanwhile: its writes may be older */
-	else
+	if (!__atomic_load_n(&in->edit, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&in->pages_stored, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	/* an edit begun meanwhile (only possible once this thread handed the
+	 * reading on): its writes may be older than the bytes stored.  Gone
+	 * at once, not queued: the writer's requests have a reader. */
+	if (serve_is_reader())
+		notify_inode(fs, in, 1);
+	else
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 }
 
 static void store_entry(struct fs *fs, struct inode *in, fuse_ino_t ino, struct tree_node *n)

@@ -246,7 +246,7 @@ void inode_opened(struct inodes *s, struct inode *in, const struct stat *st)
 	if (!in->opened_st)
 		in->opened_st = g_new(struct stat, 1);
 	*in->opened_st = *st;
-	__atomic_add_fetch(&in->reads_open, 1, __ATOMIC_RELEASE); /* read unlocked by fs.c */
+	in->reads_open++;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -254,7 +254,7 @@ void inode_closed(struct inodes *s, struct inode *in)
 {
 	pthread_mutex_lock(&s->lock);
 	if (in->reads_open > 0)
-		__atomic_sub_fetch(&in->reads_open, 1, __ATOMIC_RELEASE);
+		in->reads_open--;
 	pthread_mutex_unlock(&s->lock);
 }
 

@@ -31,6 +31,7 @@ struct inode {
 				    * (fs.c store_bytes); cleared when they may
 				    * be gone or stale */
 	uint8_t opening;           /* opens of it under way (fs.c fs_open) */
+	uint32_t handles;          /* open files of it, of every kind (fs.c) */
 	uint32_t reads_open;       /* opened for reading and not yet released
 				    * (beside pinned: no bigger, 100 000 of them) */
 	struct stat *opened_st;    /* its attributes when last opened: what
