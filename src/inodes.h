@@ -14,28 +14,29 @@
 
 struct edit;
 
+/* 100 000 of them after a find: the flags are bytes, packed together
+ * (88 bytes in all). */
 struct inode {
 	struct inode *parent;      /* NULL for the root */
 	char *name;                /* in parent, as the tree shows it */
 	uint64_t nlookup;          /* the kernel's references */
 	uint32_t refs;             /* nlookup > 0, child inodes, open files */
-	int unlinked;              /* no longer reachable by its name */
-	int replaced;              /* unlinked by a rename over it */
-	int scratch;               /* an editor's temporary: in memory only */
+	uint32_t handles;          /* open files of it, of every kind (fs.c) */
 	uint64_t generation;       /* of the tree when node was found */
 	struct tree_node *node;    /* NULL: gone */
 	uint64_t ino;              /* st_ino shown: the node's, kept after it goes */
 	struct edit *edit;         /* contents being written (fs_write.c) */
+	struct stat *opened_st;    /* its attributes when last opened: what
+				    * fstat shows after it is gone */
+	uint32_t reads_open;       /* opened for reading and not yet released */
+	uint8_t unlinked;          /* no longer reachable by its name */
+	uint8_t replaced;          /* unlinked by a rename over it */
+	uint8_t scratch;           /* an editor's temporary: in memory only */
 	uint8_t pinned;            /* a reference its edit holds (fs_edit_pin) */
 	uint8_t pages_stored;      /* its bytes were put in the kernel's cache
 				    * (fs.c store_bytes); cleared when they may
 				    * be gone or stale */
 	uint8_t opening;           /* opens of it under way (fs.c fs_open) */
-	uint32_t handles;          /* open files of it, of every kind (fs.c) */
-	uint32_t reads_open;       /* opened for reading and not yet released
-				    * (beside pinned: no bigger, 100 000 of them) */
-	struct stat *opened_st;    /* its attributes when last opened: what
-				    * fstat shows after it is gone */
 };
 
 struct inodes;
