@@ -718,13 +718,42 @@ static int inode_is(struct fs *fs, struct inode *in, int (*pred)(const struct tr
 	return is;
 }
 
+/* The error for an inode the tree no longer has, when nothing open
+ * stands for it.  Removed through the mount (unlink, rmdir, renamed
+ * over), or gone with its folders, nothing standing at the name where
+ * the tree still has a folder (a folder's last entry moved away), it is
+ * as a removed file on a disk: ENOENT.  ESTALE has the kernel walk the
+ * path once more, and only once, so a second change meanwhile would
+ * bring it to the program: it is kept for another program's change that
+ * left something else at the name (an archive that turned into a file,
+ * another ASCII case), which the kernel must look up to see.  Called
+ * with the tree's read lock held. */
+static int gone_err(struct fs *fs, struct inode *in)
+{
+	struct tree_node *pn = NULL;
+	int err = 0;
+
+	if (fs_made_empty(fs, in) || inode_removed(in))
+		return ENOENT;
+	for (; in->parent; in = in->parent) {
+		if (fs_made_empty(fs, in->parent))
+			return ENOENT; /* a made folder holds no entries */
+		pn = inode_node(fs->inodes, in->parent);
+		if (pn)
+			break;
+	}
+	if (pn && tree_is_dir(pn) && !tree_lookup(fs->tree, pn, in->name, &err))
+		return ENOENT;
+	return ESTALE;
+}
+
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent), *in;
 	struct fuse_entry_param e;
 	struct tree_node *pn, *n;
-	int err = 0, refreshed = 0, plain_checked = 0;
+	int err = 0, refreshed = 0, plain_checked = 0, parent_gone = 0;
 	char *pname = NULL;
 
 	/* another program may have changed what the name stands for: a
@@ -737,7 +766,7 @@ again:
 	pn = inode_node(fs->inodes, pin);
 	n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
 	if (!pn)
-		err = fs_made_empty(fs, pin) ? ENOENT : ESTALE;
+		err = gone_err(fs, pin);
 	if (!n && !refreshed && (err == ENOENT || err == EIO)) {
 		tree_read_unlock(fs->tree);
 		refreshed = 1;
@@ -747,8 +776,9 @@ again:
 		pn = inode_node(fs->inodes, pin);
 		n = pn ? tree_lookup(fs->tree, pn, name, &err) : NULL;
 		if (!pn)
-			err = fs_made_empty(fs, pin) ? ENOENT : ESTALE;
+			err = gone_err(fs, pin);
 	}
+	parent_gone = !pn && !fs_made_empty(fs, pin);
 	if (n && !plain_checked && loose(n) && !saving_unit_of(fs, n)) {
 		plain_checked = 1;
 		if (tree_plain_changed(fs->tree, n)) {
@@ -776,7 +806,7 @@ again:
 		e.generation = 1;
 		status_stat(fs, &e.attr);
 		fuse_reply_entry(req, &e);
-	} else if (err == ENOENT) {
+	} else if (err == ENOENT && !parent_gone) {
 		if (log_debugging())
 			log_msg(LOG_DEBUG, "lookup: no %s in %s", name, pname ? pname : "?");
 		/* a negative entry: the kernel may remember that it is absent
@@ -841,6 +871,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	struct edit *e;
 	double timeout;
+	int err;
 
 	if (in == &status_inode) {
 		status_stat(fs, &st);
@@ -896,7 +927,10 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
-	fuse_reply_err(req, ESTALE); /* as for open */
+	tree_read_lock(fs->tree);
+	err = gone_err(fs, in);
+	tree_read_unlock(fs->tree);
+	fuse_reply_err(req, err); /* as for open */
 }
 
 /* ---- opening ------------------------------------------------------------ */
@@ -1076,8 +1110,10 @@ static void open_inode(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fi->keep_cache = 0;
 	}
 	if (!n) {
+		int err = gone_err(fs, in);
+
 		tree_read_unlock(fs->tree);
-		fuse_reply_err(req, ESTALE); /* the kernel looks the name up again */
+		fuse_reply_err(req, err);
 		return;
 	}
 	if (tree_is_dir(n)) {
@@ -1189,9 +1225,17 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fs_refresh(fs, in, 1);
+	if (opened_dir_stat(fs, in, &st) < 0) {
+		/* gone since the kernel looked it up (its last entry moved
+		 * away, a rename over it): as getdents(2) of a removed folder
+		 * on a disk.  Opened, the first listing would ask its
+		 * attributes, and ESTALE there reaches the program. */
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
 	/* what fstat(2) of it shows, and that it lists empty, if it is
 	 * removed while open (fs_getattr, fs_readdir): as on a disk */
-	if (fs->writable && opened_dir_stat(fs, in, &st) == 0) {
+	if (fs->writable) {
 		inode_opened(fs->inodes, in, &st);
 		fi->fh = 1;
 	}
