@@ -719,18 +719,21 @@ static int inode_is(struct fs *fs, struct inode *in, int (*pred)(const struct tr
 }
 
 /* The error for an inode the tree no longer has, when nothing open
- * stands for it.  Removed through the mount (unlink, rmdir, renamed
- * over), or gone with its folders, nothing standing at the name where
- * the tree still has a folder (a folder's last entry moved away), it is
- * as a removed file on a disk: ENOENT.  ESTALE has the kernel walk the
- * path once more, and only once, so a second change meanwhile would
- * bring it to the program: it is kept for another program's change that
- * left something else at the name (an archive that turned into a file,
- * another ASCII case), which the kernel must look up to see.  Called
+ * stands for it.  ESTALE has the kernel walk the path once more, but
+ * only once: a second change meanwhile brings it to the program.  So
+ * inside an archive, whose changes come through the mount, a file or
+ * folder removed through the mount, or gone with nothing standing at its
+ * name (a folder's last entry moved away), is ENOENT, as a lookup in a
+ * removed folder on a disk.  ESTALE is kept where the kernel must look
+ * again to see what is there now: something else at the name (an
+ * archive that can no longer be read, shown as a file; another ASCII
+ * case), an archive another program changed and that is not read again
+ * yet, and real folders, which other programs change at any time (and a
+ * rename of ours between two of them reloads each on its own).  Called
  * with the tree's read lock held. */
 static int gone_err(struct fs *fs, struct inode *in)
 {
-	struct tree_node *pn = NULL;
+	struct tree_node *pn = NULL, *unit;
 	int err = 0;
 
 	if (fs_made_empty(fs, in) || inode_removed(in))
@@ -742,9 +745,14 @@ static int gone_err(struct fs *fs, struct inode *in)
 		if (pn)
 			break;
 	}
-	if (pn && tree_is_dir(pn) && !tree_lookup(fs->tree, pn, in->name, &err))
-		return ENOENT;
-	return ESTALE;
+	if (!pn || !tree_is_dir(pn) || pn->kind == NODE_FOLDER)
+		return ESTALE;
+	unit = tree_unit(pn);
+	if (unit && !saving_unit_of(fs, pn) && tree_unit_changed(fs->tree, unit))
+		return ESTALE;
+	if (tree_lookup(fs->tree, pn, in->name, &err) || err != ENOENT)
+		return ESTALE; /* another file there now, or its archive unreadable */
+	return ENOENT;
 }
 
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -1226,11 +1234,16 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	fs_refresh(fs, in, 1);
 	if (opened_dir_stat(fs, in, &st) < 0) {
-		/* gone since the kernel looked it up (its last entry moved
-		 * away, a rename over it): as getdents(2) of a removed folder
-		 * on a disk.  Opened, the first listing would ask its
-		 * attributes, and ESTALE there reaches the program. */
-		fuse_reply_err(req, ENOENT);
+		/* gone since the kernel looked it up: refused here, where the
+		 * kernel walks the path again on ESTALE.  Opened, its first
+		 * listing would ask its attributes, and an error there
+		 * reaches the program. */
+		int err;
+
+		tree_read_lock(fs->tree);
+		err = gone_err(fs, in);
+		tree_read_unlock(fs->tree);
+		fuse_reply_err(req, err);
 		return;
 	}
 	/* what fstat(2) of it shows, and that it lists empty, if it is

@@ -76,7 +76,7 @@ struct inode *inodes_named(struct inodes *s, struct inode *parent, const char *n
 /* Counts an open for reading and remembers the attributes it was opened
  * with, until inode_closed; inode_opened_stat gives the last back while
  * some open lasts (returns 0 when none does: a stat of a path whose file
- * went is ESTALE, not a file gone while open). */
+ * went is an error, fs.c gone_err, not a file gone while open). */
 void inode_opened(struct inodes *s, struct inode *in, const struct stat *st);
 void inode_closed(struct inodes *s, struct inode *in);
 int inode_opened_stat(struct inodes *s, struct inode *in, struct stat *st);
