@@ -723,14 +723,13 @@ static int inode_is(struct fs *fs, struct inode *in, int (*pred)(const struct tr
  * only once: a second change meanwhile brings it to the program.  So
  * inside an archive, whose changes come through the mount, a file or
  * folder removed through the mount, or gone with nothing standing at its
- * name (a folder's last entry moved away), is ENOENT, as a lookup in a
- * removed folder on a disk.  ESTALE is kept where the kernel must look
- * again to see what is there now: something else at the name (an
- * archive that can no longer be read, shown as a file; another ASCII
- * case), an archive another program changed and that is not read again
- * yet, and real folders, which other programs change at any time (and a
- * rename of ours between two of them reloads each on its own).  Called
- * with the tree's read lock held. */
+ * name, is ENOENT, as a lookup in a removed folder on a disk.  ESTALE is
+ * kept where the kernel must look again to see what is there now:
+ * something else at the name (an archive that can no longer be read,
+ * shown as a file; another ASCII case), an archive another program
+ * changed and that is not read again yet, and real folders, which other
+ * programs change at any time (and a rename of ours between two of them
+ * reloads each on its own).  Called with the tree's read lock held. */
 static int gone_err(struct fs *fs, struct inode *in)
 {
 	struct tree_node *pn = NULL, *unit;

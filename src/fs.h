@@ -209,6 +209,11 @@ int fs_made_has_child(struct fs *fs, struct inode *dir);
  * there, and the made folders below it are numbered as there.  Takes the
  * read lock itself. */
 void fs_made_moved(struct fs *fs, struct inode *top);
+/* Before a file or folder leaves dir through the mount (unlink, rename,
+ * rmdir of a nested archive): the archive's folders dir lies in (dir
+ * too) are kept like made ones, so that they stay, empty, when that was
+ * their last entry, as a disk's folder stays.  Read lock. */
+void fs_made_keep_folders(struct fs *fs, struct inode *dir);
 /* in is no made folder any more (replaced by a rename). */
 void fs_made_forget(struct fs *fs, struct inode *in);
 /* Made folder in (empty) becomes newname in npin.  Takes the write lock

@@ -332,9 +332,9 @@ static void keep(struct fs *fs, struct inode *in, time_t mtime)
 		inode_unref(fs->inodes, in);
 }
 
-/* The archive's folders dir lies in (dir too) stay while a made folder
- * in them does, also when their last entry goes. */
-static void keep_ancestors(struct fs *fs, struct inode *dir)
+/* The archive's folders dir lies in (dir too) stay when their last entry
+ * goes: a made folder in them, or a file or folder leaving them. */
+void fs_made_keep_folders(struct fs *fs, struct inode *dir)
 {
 	for (struct inode *up = dir; up; up = up->parent) {
 		struct tree_node *n = inode_node(fs->inodes, up);
@@ -385,7 +385,7 @@ void fs_made_moved(struct fs *fs, struct inode *in)
 	if (made_below(fs, in)) {
 		inode_node(fs->inodes, in); /* its number where it is now */
 		if (in->parent)
-			keep_ancestors(fs, in->parent);
+			fs_made_keep_folders(fs, in->parent);
 		renumber_below(fs, in);
 	}
 	tree_read_unlock(fs->tree);
@@ -416,7 +416,7 @@ int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fus
 		g_string_free(rel, TRUE);
 		return rc;
 	}
-	keep_ancestors(fs, pin);
+	fs_made_keep_folders(fs, pin);
 	in = inodes_named(fs->inodes, pin, name, tree_child_ino(__atomic_load_n(&pin->ino, __ATOMIC_RELAXED), name));
 	keep(fs, in, time(NULL));
 	rc = fs_made_entry(fs, in, e);
@@ -501,7 +501,7 @@ int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const ch
 		__atomic_store_n(&in->ino, tree_child_ino(__atomic_load_n(&npin->ino, __ATOMIC_RELAXED), newname),
 				 __ATOMIC_RELAXED);
 		renumber_below(fs, in);
-		keep_ancestors(fs, npin);
+		fs_made_keep_folders(fs, npin);
 		if (there)
 			fs_made_forget(fs, there);
 	}

@@ -411,7 +411,6 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 
 	if (is_folder(pn)) {
 		char *path = tree_real_path(fs->tree, n);
-
 		struct fs_move gone = { NULL, pin, name, 1 };
 
 		rc = (is_dir ? rmdir(path) : unlink(path)) < 0 ? -errno : 0;
@@ -419,7 +418,12 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 		tree_read_unlock(fs->tree);
 		if (rc == 0)
 			fs_reload(fs, pin, &gone, NULL);
-	} else if (!(plan = wb_delete(fs->tree, n, &err)) || !unit) {
+		g_free(name);
+		return rc;
+	}
+	/* its folders stay, empty, if it was their last entry */
+	fs_made_keep_folders(fs, pin);
+	if (!(plan = wb_delete(fs->tree, n, &err)) || !unit) {
 		tree_read_unlock(fs->tree);
 		wb_plan_free(plan);
 		rc = -(err.code ? err.code : EIO);
@@ -494,7 +498,7 @@ again:
 	else if (!pn)
 		rc = -ENOENT;
 	else if (!n)
-		rc = 0; /* a folder inside an archive goes with its last entry */
+		rc = 0; /* gone already: another program took its last entry */
 	else if (!fs->writable)
 		rc = -EROFS;
 	else if (!tree_is_dir(n))
@@ -759,6 +763,7 @@ plan_again:
 	else if (!(plan = wb_rename(fs->tree, n, npn, npath->str, &err)) || !(unit = fs_unit_of(fs, nanchor)))
 		rc = -(err.code ? err.code : EIO);
 	if (plan && unit) {
+		fs_made_keep_folders(fs, pin);
 		/* a loose file renamed onto a view in another folder leaves its own */
 		from_unit = fs_unit_of(fs, pin);
 		if (from_unit == unit)

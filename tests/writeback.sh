@@ -703,6 +703,12 @@ mkdir "$M/$T/stays-not"; rc=$?
 remount
 check "after a new mount: empty made folders are gone, the others stay" \
 	eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/stays-not" ] && [ ! -e "$M/quests.res/across" ] && reads "$T/Новое/a.txt" one'
+i1=$(stat -c %i "$M/$T/p3/sub")
+mv "$M/$T/p3/sub/b.txt" "$M/$T/p3/" && rm "$M/$T/p3/a.txt" "$M/$T/p3/b.txt"; rc=$?
+check "folders of the archive emptied by mv and rm stay, empty, as on a disk (the same inode, $i1)" \
+	eval '[ $rc -eq 0 ] && [ "$(cd "$M/$T" && find p3 | sort | tr "\n" " ")" = "p3 p3/sub " ] && [ "$(stat -c %i "$M/$T/p3/sub")" = "$i1" ] && ! "$E" ls -R "$G/$T" | grep -q p3 && clean "$T"'
+mkdir "$M/$T/p3/sub/n" && rmdir "$M/$T/p3/sub/n" "$M/$T/p3/sub" "$M/$T/p3"; rc=$?
+check "... and go with rmdir" eval '[ $rc -eq 0 ] && [ -n "$i1" ] && [ ! -e "$M/$T/p3" ]'
 mkdir "$M/$T/Новое/sub/keep" && rm "$M/$T/Новое/sub/b.txt"; rc=$?
 check "a folder of the archive whose last file goes stays while a folder made in it does" \
 	eval '[ $rc -eq 0 ] && [ -d "$M/$T/Новое/sub/keep" ] && [ "$(ls -A "$M/$T/Новое/sub")" = keep ]'
