@@ -199,6 +199,7 @@ class Run:
         self.daemon = None
         self.private = {}  # tid -> {relpath: bytes}
         self.made_dirs = []  # folders a mkdir made (for rmdir)
+        self.renaming = {}  # tid -> the folder its rename_dir is moving now
         self.done = {}  # op -> how many succeeded
         self.unexplained = {}  # (op, errno name) -> how many no race explains
         self.overtime = threading.Event()  # past --secs, for the kinds not done yet
@@ -367,6 +368,8 @@ class Run:
         a = r.choice(SH_DIRS[1:])
         b = self.new_dir(r)
         into_itself = b.lower().startswith(a.lower() + '/')  # names are in any case
+        t0 = time.time()
+        self.renaming[tid] = a
         try:
             os.rename(self.p(a), self.p(b))
         except OSError as e:
@@ -378,9 +381,28 @@ class Run:
                 self.bug('rename_dir %s -> %s: EINVAL, though b lies in no folder that could have moved into a'
                          % (a, b))
             raise
-        if into_itself:
+        finally:
+            self.renaming[tid] = None
+        if into_itself and self.moved_meanwhile(tid, t0, a, b):
+            # the kernel found b's folder no longer in a (another thread
+            # moved it out after this path walk): no loop, rightly done
+            self.suspect('rename_dir %s -> %s done: its target folder was moved out of %s meanwhile' % (a, b, a))
+        elif into_itself:
             self.bug('rename_dir %s -> %s: a folder moved into itself' % (a, b))
         return a, b
+
+    def moved_meanwhile(self, tid, t0, a, b):
+        """Whether another thread's rename_dir during [t0, now] moved a
+        folder lying between a and b's folder."""
+        def between(src):
+            src = src.lower()
+            return src.startswith(a.lower() + '/') and b.lower().startswith(src + '/')
+        with self.loglock:
+            recent = [e for e in self.log[-500:] if len(e) == 6 and e[3] == 'rename_dir' and e[5] == 'ok'
+                      and e[2] != tid and e[1] >= t0]
+            if any(between(e[4][0]) for e in recent):
+                return True
+            return any(src and between(src) for t, src in self.renaming.items() if t != tid)
 
     def op_unlink(self, r, tid):
         path = self.rand_file(r)
