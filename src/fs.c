@@ -495,8 +495,9 @@ static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, 
 		   const struct save_stamps *saved)
 {
 	GArray *before = g_array_new(FALSE, FALSE, sizeof(struct before));
-	struct inode *top, *gone = NULL;
+	struct inode *top, *gone = NULL, *from;
 	struct tree_node *unit;
+	GPtrArray *left = NULL;
 
 	tree_write_lock(fs->tree);
 	top = unit_inode(fs, in, &unit);
@@ -521,9 +522,15 @@ static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, 
 	if (saved && saved->known && unit->kind == NODE_ARCHIVE
 	    && !tree_same_stamp(&saved->before, &unit->src->stamp))
 		external = 1;
+	/* the folders the entry leaves, which stay if it was their last */
+	from = !move ? NULL : move->unlink ? move->to_parent : move->in ? move->in->parent : NULL;
+	if (from)
+		left = fs_made_archive_folders(fs, from);
 	tree_reload(fs->tree, unit, external, saved && saved->known ? &saved->after : NULL);
 	if (move && (move->in || move->unlink))
 		gone = move_inode(fs, move);
+	if (left)
+		fs_made_keep_emptied(fs, left);
 	notify_inode(fs, top, 1);
 	invalidate_changed(fs, before);
 	tree_write_unlock(fs->tree);

@@ -36,7 +36,7 @@ struct fs {
 	 * file being saved (fs_write.c), by path. */
 	pthread_mutex_t gates_lock;
 	GHashTable *gates;
-	/* Folders made inside archives, kept until rmdir (fs_made.c):
+	/* Folders made (or emptied) inside archives, kept until rmdir (fs_made.c):
 	 * inode -> its record, with a reference */
 	pthread_mutex_t made_lock;
 	GHashTable *made;
@@ -170,7 +170,9 @@ void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct sta
 /* Folders made inside archives (fs_made.c).  An archive holds folders
  * only as parts of entry names: a folder made by mkdir inside one is kept
  * in memory until a file saved in it gives it entries, and shown (empty
- * or not) until rmdir or the unmount.  Read lock for all but init/free. */
+ * or not) until rmdir or the unmount; so is a folder of the archive
+ * emptied through the mount.  Read lock for all but init/free and the
+ * two that keep emptied folders. */
 void fs_made_init(struct fs *fs);
 void fs_made_free(struct fs *fs);
 /* Whether in is a made folder no tree node stands for now. */
@@ -209,11 +211,15 @@ int fs_made_has_child(struct fs *fs, struct inode *dir);
  * there, and the made folders below it are numbered as there.  Takes the
  * read lock itself. */
 void fs_made_moved(struct fs *fs, struct inode *top);
-/* Before a file or folder leaves dir through the mount (unlink, rename,
- * rmdir of a nested archive): the archive's folders dir lies in (dir
- * too) are kept like made ones, so that they stay, empty, when that was
- * their last entry, as a disk's folder stays.  Read lock. */
-void fs_made_keep_folders(struct fs *fs, struct inode *dir);
+/* A folder of an archive whose last entry goes through the mount
+ * (unlink, rename, rmdir of a nested archive) stays, empty, as a disk's
+ * folder stays: kept like a made one.  Before the reload that shows the
+ * change, fs_made_archive_folders gives dir and the archive's folders it
+ * lies in, innermost first, each with a reference; after it,
+ * fs_made_keep_emptied keeps those the tree no longer shows and frees
+ * the list.  Write lock for both. */
+GPtrArray *fs_made_archive_folders(struct fs *fs, struct inode *dir);
+void fs_made_keep_emptied(struct fs *fs, GPtrArray *folders);
 /* in is no made folder any more (replaced by a rename). */
 void fs_made_forget(struct fs *fs, struct inode *in);
 /* Made folder in (empty) becomes newname in npin.  Takes the write lock

@@ -4,7 +4,9 @@
  * empty, until a file saved into it gives it entries and the tree shows
  * it; and it stays known, so that it is still there (empty) when its
  * last file goes, until rmdir or the unmount.  cp -r, a file manager's
- * "new folder" and mv into it work as they do on a disk. */
+ * "new folder" and mv into it work as they do on a disk.  So that a
+ * folder of the archive also stays when its last entry goes through the
+ * mount, it joins them then (fs_made_keep_emptied). */
 #define _GNU_SOURCE
 #include "fs_write.h"
 
@@ -332,9 +334,9 @@ static void keep(struct fs *fs, struct inode *in, time_t mtime)
 		inode_unref(fs->inodes, in);
 }
 
-/* The archive's folders dir lies in (dir too) stay when their last entry
- * goes: a made folder in them, or a file or folder leaving them. */
-void fs_made_keep_folders(struct fs *fs, struct inode *dir)
+/* The archive's folders dir lies in (dir too) stay while a made folder
+ * in them does, also when their last entry goes. */
+static void keep_ancestors(struct fs *fs, struct inode *dir)
 {
 	for (struct inode *up = dir; up; up = up->parent) {
 		struct tree_node *n = inode_node(fs->inodes, up);
@@ -344,6 +346,43 @@ void fs_made_keep_folders(struct fs *fs, struct inode *dir)
 		if (n)
 			keep(fs, up, n->mtime);
 	}
+}
+
+GPtrArray *fs_made_archive_folders(struct fs *fs, struct inode *dir)
+{
+	GPtrArray *v = g_ptr_array_new();
+
+	for (struct inode *up = dir; up; up = up->parent) {
+		struct tree_node *n = inode_node(fs->inodes, up);
+
+		if (!n || n->kind != NODE_VDIR)
+			break;
+		inode_ref(fs->inodes, up);
+		g_ptr_array_add(v, up);
+	}
+	return v;
+}
+
+/* Whether the tree shows in, in any ASCII case (write lock). */
+static int shown(struct fs *fs, struct inode *in)
+{
+	struct tree_node *pn = in->parent ? inode_node(fs->inodes, in->parent) : NULL;
+	int err = 0;
+
+	return pn && tree_lookup(fs->tree, pn, in->name, &err);
+}
+
+void fs_made_keep_emptied(struct fs *fs, GPtrArray *folders)
+{
+	time_t now = time(NULL);
+	guint i;
+
+	/* from the innermost: once one is shown, so are those it lies in */
+	for (i = 0; i < folders->len && !shown(fs, folders->pdata[i]); i++)
+		keep(fs, folders->pdata[i], now);
+	for (i = 0; i < folders->len; i++)
+		inode_unref(fs->inodes, folders->pdata[i]);
+	g_ptr_array_free(folders, TRUE);
 }
 
 /* The made folders below dir get the numbers of the archive's folders
@@ -385,7 +424,7 @@ void fs_made_moved(struct fs *fs, struct inode *in)
 	if (made_below(fs, in)) {
 		inode_node(fs->inodes, in); /* its number where it is now */
 		if (in->parent)
-			fs_made_keep_folders(fs, in->parent);
+			keep_ancestors(fs, in->parent);
 		renumber_below(fs, in);
 	}
 	tree_read_unlock(fs->tree);
@@ -416,7 +455,7 @@ int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fus
 		g_string_free(rel, TRUE);
 		return rc;
 	}
-	fs_made_keep_folders(fs, pin);
+	keep_ancestors(fs, pin);
 	in = inodes_named(fs->inodes, pin, name, tree_child_ino(__atomic_load_n(&pin->ino, __ATOMIC_RELAXED), name));
 	keep(fs, in, time(NULL));
 	rc = fs_made_entry(fs, in, e);
@@ -501,7 +540,7 @@ int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const ch
 		__atomic_store_n(&in->ino, tree_child_ino(__atomic_load_n(&npin->ino, __ATOMIC_RELAXED), newname),
 				 __ATOMIC_RELAXED);
 		renumber_below(fs, in);
-		fs_made_keep_folders(fs, npin);
+		keep_ancestors(fs, npin);
 		if (there)
 			fs_made_forget(fs, there);
 	}

@@ -421,8 +421,6 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 		g_free(name);
 		return rc;
 	}
-	/* its folders stay, empty, if it was their last entry */
-	fs_made_keep_folders(fs, pin);
 	if (!(plan = wb_delete(fs->tree, n, &err)) || !unit) {
 		tree_read_unlock(fs->tree);
 		wb_plan_free(plan);
@@ -763,7 +761,6 @@ plan_again:
 	else if (!(plan = wb_rename(fs->tree, n, npn, npath->str, &err)) || !(unit = fs_unit_of(fs, nanchor)))
 		rc = -(err.code ? err.code : EIO);
 	if (plan && unit) {
-		fs_made_keep_folders(fs, pin);
 		/* a loose file renamed onto a view in another folder leaves its own */
 		from_unit = fs_unit_of(fs, pin);
 		if (from_unit == unit)

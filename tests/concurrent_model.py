@@ -369,7 +369,7 @@ class Run:
         b = self.new_dir(r)
         into_itself = b.lower().startswith(a.lower() + '/')  # names are in any case
         t0 = time.time()
-        self.renaming[tid] = a
+        self.renaming[tid] = (a, b)
         try:
             os.rename(self.p(a), self.p(b))
         except OSError as e:
@@ -393,16 +393,17 @@ class Run:
 
     def moved_meanwhile(self, tid, t0, a, b):
         """Whether another thread's rename_dir during [t0, now] moved a
-        folder lying between a and b's folder."""
-        def between(src):
-            src = src.lower()
-            return src.startswith(a.lower() + '/') and b.lower().startswith(src + '/')
+        folder lying between a and b's folder out of a."""
+        def out_of_a(move):
+            src, dst = move[0].lower(), move[1].lower()
+            return (src.startswith(a.lower() + '/') and b.lower().startswith(src + '/')
+                    and not dst.startswith(a.lower() + '/'))
         with self.loglock:
             recent = [e for e in self.log[-500:] if len(e) == 6 and e[3] == 'rename_dir' and e[5] == 'ok'
                       and e[2] != tid and e[1] >= t0]
-            if any(between(e[4][0]) for e in recent):
+            if any(out_of_a(e[4]) for e in recent):
                 return True
-            return any(src and between(src) for t, src in self.renaming.items() if t != tid)
+            return any(m and out_of_a(m) for t, m in list(self.renaming.items()) if t != tid)
 
     def op_unlink(self, r, tid):
         path = self.rand_file(r)

@@ -705,10 +705,15 @@ check "after a new mount: empty made folders are gone, the others stay" \
 	eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/stays-not" ] && [ ! -e "$M/quests.res/across" ] && reads "$T/Новое/a.txt" one'
 i1=$(stat -c %i "$M/$T/p3/sub")
 mv "$M/$T/p3/sub/b.txt" "$M/$T/p3/" && rm "$M/$T/p3/a.txt" "$M/$T/p3/b.txt"; rc=$?
+"$E" ls -R "$G/$T" > "$WORK/p3.ls"; lsrc=$?
 check "folders of the archive emptied by mv and rm stay, empty, as on a disk (the same inode, $i1)" \
-	eval '[ $rc -eq 0 ] && [ "$(cd "$M/$T" && find p3 | sort | tr "\n" " ")" = "p3 p3/sub " ] && [ "$(stat -c %i "$M/$T/p3/sub")" = "$i1" ] && ! "$E" ls -R "$G/$T" | grep -q p3 && clean "$T"'
+	eval '[ $rc -eq 0 ] && [ -n "$i1" ] && [ "$(cd "$M/$T" && find p3 | sort | tr "\n" " ")" = "p3 p3/sub " ] && [ "$(stat -c %i "$M/$T/p3/sub")" = "$i1" ] && [ $lsrc -eq 0 ] && grep -q . "$WORK/p3.ls" && ! grep -q p3 "$WORK/p3.ls" && clean "$T"'
 mkdir "$M/$T/p3/sub/n" && rmdir "$M/$T/p3/sub/n" "$M/$T/p3/sub" "$M/$T/p3"; rc=$?
-check "... and go with rmdir" eval '[ $rc -eq 0 ] && [ -n "$i1" ] && [ ! -e "$M/$T/p3" ]'
+check "... and go with rmdir" eval '[ $rc -eq 0 ] && [ ! -e "$M/$T/p3" ]'
+mkdir -p "$WORK/case/MAPS" "$WORK/case/maps" && printf a > "$WORK/case/MAPS/a.txt" && printf b > "$WORK/case/maps/b.txt"
+"$E" pack "$WORK/case" "$G/case.res" >/dev/null && rm "$M/case.res/MAPS/a.txt"; rc=$?
+check "a file removed from a folder spelt two ways in the archive: no empty second folder is left" \
+	eval '[ $rc -eq 0 ] && [ "$(cd "$M/case.res" && find . | sort | tr "\n" " ")" = ". ./maps ./maps/b.txt " ] && rm "$M/case.res/maps/b.txt" && rmdir "$M/case.res/maps" && [ -z "$(ls -A "$M/case.res")" ] && rmdir "$M/case.res"'
 mkdir "$M/$T/Новое/sub/keep" && rm "$M/$T/Новое/sub/b.txt"; rc=$?
 check "a folder of the archive whose last file goes stays while a folder made in it does" \
 	eval '[ $rc -eq 0 ] && [ -d "$M/$T/Новое/sub/keep" ] && [ "$(ls -A "$M/$T/Новое/sub")" = keep ]'
