@@ -417,8 +417,10 @@ static void invalidate_changed(struct fs *fs, GArray *before)
 			 * moved its names itself, and the name may stand for the
 			 * file that took its place by now (a notice would drop
 			 * that one's dentry, and with its inode a saved view's
-			 * text) */
-			if (b->had_node && b->in->parent && !__atomic_load_n(&b->in->unlinked, __ATOMIC_ACQUIRE))
+			 * text).  An emptied folder kept keeps its name too (a
+			 * shell in it would lose its working directory). */
+			if (b->had_node && b->in->parent && !__atomic_load_n(&b->in->unlinked, __ATOMIC_ACQUIRE)
+			    && !fs_made_empty(fs, b->in))
 				notify_entry(fs, b->in->parent, b->in->name);
 			notify_inode(fs, b->in, 1);
 			continue;

@@ -315,15 +315,19 @@ static int taken(struct fs *fs, struct inode *pin, struct tree_node *pn, const c
 	return scratch;
 }
 
-/* Puts in into the set, with a reference (read lock). */
-static void keep(struct fs *fs, struct inode *in, time_t mtime)
+/* Puts in into the set, with a reference (read or write lock); if it is
+ * there already, its time is mtime only when renew is set. */
+static void keep(struct fs *fs, struct inode *in, time_t mtime, int renew)
 {
-	struct made *m = g_new(struct made, 1);
+	struct made *m = g_new(struct made, 1), *had;
 
 	m->mtime = mtime;
 	inode_ref(fs->inodes, in);
 	pthread_mutex_lock(&fs->made_lock);
-	if (g_hash_table_contains(fs->made, in)) {
+	had = g_hash_table_lookup(fs->made, in);
+	if (had) {
+		if (renew)
+			had->mtime = mtime;
 		g_free(m);
 		m = NULL;
 	} else {
@@ -344,7 +348,7 @@ static void keep_ancestors(struct fs *fs, struct inode *dir)
 		if (n && n->kind != NODE_VDIR)
 			break;
 		if (n)
-			keep(fs, up, n->mtime);
+			keep(fs, up, n->mtime, 0);
 	}
 }
 
@@ -375,11 +379,16 @@ static int shown(struct fs *fs, struct inode *in)
 void fs_made_keep_emptied(struct fs *fs, GPtrArray *folders)
 {
 	time_t now = time(NULL);
-	guint i;
+	guint i, emptied;
 
 	/* from the innermost: once one is shown, so are those it lies in */
-	for (i = 0; i < folders->len && !shown(fs, folders->pdata[i]); i++)
-		keep(fs, folders->pdata[i], now);
+	for (emptied = 0; emptied < folders->len && !shown(fs, folders->pdata[emptied]); emptied++)
+		;
+	/* shown only in another spelling: those below would hang from nothing */
+	if (emptied < folders->len && !inode_node(fs->inodes, folders->pdata[emptied]))
+		emptied = 0;
+	for (i = 0; i < emptied; i++)
+		keep(fs, folders->pdata[i], now, 1);
 	for (i = 0; i < folders->len; i++)
 		inode_unref(fs->inodes, folders->pdata[i]);
 	g_ptr_array_free(folders, TRUE);
@@ -457,7 +466,7 @@ int fs_made_mkdir(struct fs *fs, struct inode *pin, const char *name, struct fus
 	}
 	keep_ancestors(fs, pin);
 	in = inodes_named(fs->inodes, pin, name, tree_child_ino(__atomic_load_n(&pin->ino, __ATOMIC_RELAXED), name));
-	keep(fs, in, time(NULL));
+	keep(fs, in, time(NULL), 0);
 	rc = fs_made_entry(fs, in, e);
 	tree_read_unlock(fs->tree);
 	g_string_free(rel, TRUE);

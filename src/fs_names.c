@@ -743,8 +743,8 @@ plan_again:
 		;
 	else if (!n || !npn) {
 		rc = -ENOENT;
-		/* the archive's folder lost its last file meanwhile; made
-		 * through the mount, it stays (empty): renamed as such, below */
+		/* the archive's folder lost its last file meanwhile; it
+		 * stays (empty, fs_made.c): renamed as such, below */
 		gone_made = !n && npn && in && !made && fs_made_empty(fs, in);
 	} else if ((flags & RENAME_NOREPLACE) && (target || there))
 		rc = -EEXIST;

@@ -199,7 +199,8 @@ class Run:
         self.daemon = None
         self.private = {}  # tid -> {relpath: bytes}
         self.made_dirs = []  # folders a mkdir made (for rmdir)
-        self.renaming = {}  # tid -> the folder its rename_dir is moving now
+        self.renaming = {}  # tid -> (from, to) of its rename_dir under way
+        self.moves = []  # (when done, tid, from, to) of each rename_dir done
         self.done = {}  # op -> how many succeeded
         self.unexplained = {}  # (op, errno name) -> how many no race explains
         self.overtime = threading.Event()  # past --secs, for the kinds not done yet
@@ -381,6 +382,9 @@ class Run:
                 self.bug('rename_dir %s -> %s: EINVAL, though b lies in no folder that could have moved into a'
                          % (a, b))
             raise
+        else:
+            with self.loglock:  # before renaming forgets it (moved_meanwhile)
+                self.moves.append((time.time(), tid, a, b))
         finally:
             self.renaming[tid] = None
         if into_itself and self.moved_meanwhile(tid, t0, a, b):
@@ -399,9 +403,7 @@ class Run:
             return (src.startswith(a.lower() + '/') and b.lower().startswith(src + '/')
                     and not dst.startswith(a.lower() + '/'))
         with self.loglock:
-            recent = [e for e in self.log[-500:] if len(e) == 6 and e[3] == 'rename_dir' and e[5] == 'ok'
-                      and e[2] != tid and e[1] >= t0]
-            if any(out_of_a(e[4]) for e in recent):
+            if any(out_of_a(m[2:]) for m in self.moves[-100:] if m[1] != tid and m[0] >= t0):
                 return True
             return any(m and out_of_a(m) for t, m in list(self.renaming.items()) if t != tid)
 
