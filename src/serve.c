@@ -62,6 +62,14 @@ static __thread struct serve_loop *reader_of;
 
 static void *serve_thread(void *p);
 
+/* By the thread itself: one system call, where naming another thread
+ * writes a file under /proc, a tenth of a millisecond that the thread
+ * starting it (the mount's, or a reader before a slow request) waits. */
+static void name_thread(void)
+{
+	pthread_setname_np(pthread_self(), "eifs-serve");
+}
+
 /* Asynchronous signals go to the main thread, which waits for the end;
  * a fault still reaches the thread that caused it (crash report). */
 static int start_thread_with(struct serve_loop *l, void *(*run)(void *), const pthread_attr_t *attr)
@@ -86,7 +94,6 @@ static int start_thread_with(struct serve_loop *l, void *(*run)(void *), const p
 			log_msg(LOG_ERR, "cannot start a thread to serve requests: %s", strerror(rc));
 		return -rc;
 	}
-	pthread_setname_np(t, "eifs-serve");
 	g_array_append_val(l->threads, t);
 	l->waiting++; /* from its start: a second hand-over does not start another */
 	return 0;
@@ -98,6 +105,7 @@ static void *later_thread(void *p)
 {
 	struct serve_loop *l = p;
 
+	name_thread();
 	if (l->placed)
 		pthread_setaffinity_np(pthread_self(), sizeof l->cpus, &l->cpus);
 	return serve_thread(l);
@@ -402,6 +410,7 @@ static void *first_thread(void *p)
 	struct fuse_session *se;
 	int go;
 
+	name_thread();
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	se = l->setup(l->setup_ctx);
 	pthread_mutex_lock(&l->lock);
