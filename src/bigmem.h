@@ -2,7 +2,9 @@
  * entries is megabytes that the mount fills before it serves anything;
  * backed by huge pages where the kernel has them, that is a few page
  * faults instead of a thousand (which in a virtual machine are most of
- * the time the mount takes).  No globals. */
+ * the time the mount takes).  Blocks of 32 to 256 KiB (a directory's
+ * children) are cut from shared huge pages: its only global state, the
+ * pool of them, is locked. */
 #ifndef EIFS_BIGMEM_H
 #define EIFS_BIGMEM_H
 
@@ -29,5 +31,10 @@ void *bigmem_realloc(void *p, size_t old_nmemb, size_t nmemb, size_t size);
 
 /* Frees a block of any of them; NULL is ignored. */
 void bigmem_free(void *p);
+
+/* Faults in the pool's first huge page now, on a thread with time to
+ * spare (the mount's, while SRC is read): the first directories built
+ * then find it there. */
+void bigmem_prepare(void);
 
 #endif

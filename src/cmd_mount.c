@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <glib.h>
 
+#include "bigmem.h"
 #include "cli.h"
 #include "crash.h"
 #include "fs.h"
@@ -458,6 +459,7 @@ static struct fuse_session *mount_session(void *p)
 	if (fuse_session_mount(g->se, g->mnt_abs ? g->mnt_abs : g->m->mnt) < 0)
 		return NULL;
 	g->mounted = 1;
+	bigmem_prepare(); /* while SRC is still being read */
 	return g->se;
 }
 

@@ -203,3 +203,37 @@ Test(worker, abandon_returns_at_once_and_the_thread_frees_the_worker_when_it_end
 	w = worker_new("test", blocking, &g); /* never started: freed at once */
 	worker_abandon(w, dropped);
 }
+
+/* Blocks of 32 to 256 KiB are cut from shared huge pages (the pool): many
+ * of them, past several chunks and past the pool's limit, never overlap,
+ * come zeroed, and are given back in any order; those taken after are
+ * whole and zeroed too. */
+Test(bigmem, mid_size_blocks_are_disjoint_zeroed_and_freed_in_any_order)
+{
+	enum { N = 200 };
+	unsigned char *b[N];
+	size_t len[N];
+
+	bigmem_prepare();
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < N; i++) {
+			len[i] = (32 << 10) + (size_t)(i * 977 % (200 << 10));
+			b[i] = i % 3 ? bigmem_alloc(len[i], 1) : bigmem_alloc_brief(len[i], 1);
+			cr_assert_not_null(b[i]);
+			cr_assert_eq((uintptr_t)b[i] % 16, 0);
+			for (size_t k = 0; k < len[i]; k += 4093)
+				cr_assert_eq(b[i][k], 0, "round %d block %d byte %zu zeroed", round, i, k);
+			cr_assert_eq(b[i][len[i] - 1], 0);
+			memset(b[i], i + 1, len[i]);
+		}
+		for (int i = 0; i < N; i++) {
+			cr_assert_eq(b[i][0], (unsigned char)(i + 1), "round %d block %d kept its bytes", round, i);
+			cr_assert_eq(b[i][len[i] - 1], (unsigned char)(i + 1));
+		}
+		/* every other one first, then the rest backwards */
+		for (int i = 0; i < N; i += 2)
+			bigmem_free(b[i]);
+		for (int i = N - 1; i > 0; i -= 2)
+			bigmem_free(b[i]);
+	}
+}
