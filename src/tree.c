@@ -858,6 +858,8 @@ struct pending_dir {
 	struct member_block *block;
 	struct member *members; /* entries below this directory: len of them in block */
 	uint32_t len;
+	uint32_t first;         /* while built: where its first member is in the build's members ... */
+	int scattered;          /* ... and whether others lie between its own */
 	uint32_t made_at;       /* its place among the directories its build made */
 	uint32_t named_by;      /* the entry whose stored name made it ... */
 	uint32_t named_len;     /* ... and the length of its part up to the end of the folder's name */
@@ -1290,20 +1292,55 @@ static struct pending_dir *new_vdir(struct tree_node *c, struct archive_table *a
  * its backslash directory. */
 typedef uint32_t member_dest;
 
-/* Gives each backslash directory one build made its slice of one block
- * and copies its members there, in table order: dest[k] says where
- * member k goes.  The block is room, when the caller has it for n
- * members (the count takes one more), or allocated here. */
+/* Member k of a build goes to p. */
+static void add_member(struct pending_dir *p, uint32_t k)
+{
+	if (p->len == 0)
+		p->first = k;
+	else if (p->first + p->len != k)
+		p->scattered = 1;
+	p->len++;
+}
+
+/* A directory whose members lie together in the build's block (names
+ * come sorted, so they mostly do) takes its slice of it rather than a
+ * copy; the block goes with the last of them to load. */
+static void members_as_slices(GPtrArray *made, struct member *m, struct member_block *m_block)
+{
+	for (guint i = 0; i < made->len; i++) {
+		struct pending_dir *p = made->pdata[i];
+
+		if (!m_block)
+			p->scattered = 1; /* copied then */
+		if (p->scattered)
+			continue;
+		p->block = m_block;
+		p->members = m + p->first;
+		m_block->refs++;
+	}
+}
+
+/* Gives each backslash directory one build made whose members are
+ * scattered its slice of one block and copies its members there, in
+ * table order: dest[k] says where member k goes.  The block is room,
+ * when the caller has it for n members (the count takes one more), or
+ * allocated here. */
 static int hand_out_members(GPtrArray *made, const member_dest *dest, const struct member *m, uint32_t n,
 			    struct member_block *room)
 {
 	struct member_block *block = room;
-	uint32_t total = 0;
+	uint32_t total = 0, copied = 0;
 
-	if (made->len == 0)
+	for (guint i = 0; i < made->len; i++) {
+		struct pending_dir *p = made->pdata[i];
+
+		if (p->scattered) {
+			total += p->len;
+			copied++;
+		}
+	}
+	if (copied == 0)
 		return 0;
-	for (guint i = 0; i < made->len; i++)
-		total += ((struct pending_dir *)made->pdata[i])->len;
 	/* room for the count too: one member more than needed; brief, as it
 	 * goes once the directories are loaded (a find loads them all) */
 	_Static_assert(sizeof(struct member_block) <= sizeof(struct member), "count fits in one member");
@@ -1311,11 +1348,13 @@ static int hand_out_members(GPtrArray *made, const member_dest *dest, const stru
 		block = bigmem_alloc_brief((size_t)total + 1, sizeof block->v[0]);
 	if (!block)
 		return -ENOMEM;
-	block->refs = made->len;
+	block->refs += copied; /* room may hold slices already */
 	total = 0;
 	for (guint i = 0; i < made->len; i++) {
 		struct pending_dir *p = made->pdata[i];
 
+		if (!p->scattered)
+			continue;
 		p->block = block;
 		p->members = block->v + total;
 		total += p->len;
@@ -1325,7 +1364,8 @@ static int hand_out_members(GPtrArray *made, const member_dest *dest, const stru
 		if (dest[k]) {
 			struct pending_dir *p = made->pdata[dest[k] - 1];
 
-			p->members[p->len++] = m[k];
+			if (p->scattered)
+				p->members[p->len++] = m[k];
 		}
 	return 0;
 }
@@ -1334,9 +1374,11 @@ static int hand_out_members(GPtrArray *made, const member_dest *dest, const stru
  * order; backslash sub-directories collect their members and load later.
  * m is the caller's and is overwritten; so is dest, room for n of them,
  * and block_room, for n + 1 members, if the caller has them (NULL: the
- * build allocates them).  NULL when out of memory. */
+ * build allocates them).  m lies in m_block, whose count of directories
+ * holding slices of it the build raises by those it makes, when they can
+ * share it (NULL: they cannot).  NULL when out of memory. */
 static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, struct tree_node *archive,
-				  struct tree_node *dir, struct member *m, uint32_t n,
+				  struct tree_node *dir, struct member *m, uint32_t n, struct member_block *m_block,
 				  member_dest *callers_dest, struct member_block *block_room)
 {
 	const struct res_table *tab = &at->tab;
@@ -1372,7 +1414,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		if (last_p && in_last_folder(tab, &m[k], last, last_len, &next_at)) {
 			m[k].at = next_at;
 			dest[k] = last_p->made_at + 1;
-			last_p->len++;
+			add_member(last_p, k);
 			continue;
 		}
 		if (next_component(tab, &m[k], scratch, &comp, &len, &next_at)) {
@@ -1428,7 +1470,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 			g_ptr_array_add(made, p);
 		}
 		dest[k] = p->made_at + 1;
-		p->len++;
+		add_member(p, k);
 		/* the shortcut compares stored bytes: only with a component
 		 * shown as stored (a rewritten one's UTF-8 could match other
 		 * stored bytes); it lies in the name block, which stays */
@@ -1436,6 +1478,7 @@ static struct tree_dir *build_dir(struct tree *t, struct archive_table *at, stru
 		last_len = len;
 		last_p = comp == scratch->str ? NULL : p;
 	}
+	members_as_slices(made, m, m_block);
 	if (hand_out_members(made, dest, m, n, block_room) < 0) {
 		dir_finish(t, d); /* dir_free counts what dir_finish counted */
 		dir_free(t, d);
@@ -1469,7 +1512,7 @@ static int load_vdir(struct tree *t, struct tree_node *v, struct tree_dir **out)
 {
 	struct pending_dir *p = v->pending;
 
-	*out = build_dir(t, p->at, p->archive, v, p->members, p->len, NULL, NULL);
+	*out = build_dir(t, p->at, p->archive, v, p->members, p->len, p->block, NULL, NULL);
 	if (!*out)
 		return -ENOMEM;
 	v->pending = NULL;
@@ -1537,7 +1580,7 @@ static int load_archive(struct tree *t, struct tree_node *a, struct tree_dir **o
 	}
 	if (bl.more)
 		log_msg(LOG_WARNING, "%s: %u more entries with a bad name not logged", what, bl.more);
-	*out = build_dir(t, at, a, a, members, n, dest, room);
+	*out = build_dir(t, at, a, a, members, n, room, dest, room);
 	if (room->refs == 0)
 		bigmem_free(room);
 	if (!*out) {
