@@ -13,6 +13,7 @@
 # squashfuse_ll take turns, so a machine that slows down slows all of them.
 # Prints the median of each and its ratio to squashfuse_ll.
 # Environment: BENCH_DIR (default bench/out), BENCH_RUNS (default 41),
+# BENCH_EIFS_OPTS (options for the eifs mounts, e.g. "-o ro"),
 # BENCH_RES (the archive the eifs binaries mount, default many.res; "floor":
 # one the first binary packs of 100 folders with 10 files each and the file
 # looked for, so that what is left is eifs' own start and the mount, with
@@ -51,6 +52,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# options for every eifs mount: BENCH_EIFS_OPTS="-o ro" measures the
+# read-only mount, as bench/run.sh's target lines do
+read -r -a eifs_opts <<<"${BENCH_EIFS_OPTS:-}"
 res=${BENCH_RES:-$W/many.res}
 if [[ $res == floor ]]; then
 	floor=$(mktemp -d "${TMPDIR:-/tmp}/eifs-mount-ab-floor.XXXXXX")
@@ -71,7 +75,7 @@ one() {
 	if [[ $1 == sqfs ]]; then
 		squashfuse_ll "$W/many.sqfs" "$mnt" || die "squashfuse_ll failed to mount"
 	else
-		"${bins[$1]}" mount "$res" "$mnt" || die "${names[$1]} failed to mount"
+		"${bins[$1]}" mount "$res" "$mnt" "${eifs_opts[@]}" || die "${names[$1]} failed to mount"
 	fi
 	end=$(( ${t0/./} + READY_TIMEOUT_US ))
 	until [[ -e $mnt/$KNOWN ]]; do
