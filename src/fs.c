@@ -456,6 +456,7 @@ static struct inode *move_inode(struct fs *fs, const struct fs_move *m)
 		inodes_unlink(fs->inodes, m->to_parent, m->name);
 	} else {
 		inodes_move(fs->inodes, m->in, m->to_parent, n ? n->name : m->name, 0);
+		fs_made_reparented(fs, m->in);
 		/* it is another file now (a temporary became the view it
 		 * saved, or it came from another unit): the kernel's
 		 * attributes of it are what it was, until the rename's reply

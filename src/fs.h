@@ -37,9 +37,12 @@ struct fs {
 	pthread_mutex_t gates_lock;
 	GHashTable *gates;
 	/* Folders made (or emptied) inside archives, kept until rmdir (fs_made.c):
-	 * inode -> its record, with a reference */
+	 * inode -> its record, with a reference; and the same folders by the
+	 * folder they lie in (inode -> array of them), so that a listing or a
+	 * lookup reads only its own folder's */
 	pthread_mutex_t made_lock;
 	GHashTable *made;
+	GHashTable *made_in;
 	/* Changes planned into a made folder and not yet saved (place_of in
 	 * fs_names.c): a made folder is not renamed meanwhile, or the save
 	 * would make the folder again under its old name */
@@ -222,6 +225,9 @@ GPtrArray *fs_made_archive_folders(struct fs *fs, struct inode *dir);
 void fs_made_keep_emptied(struct fs *fs, GPtrArray *folders);
 /* in is no made folder any more (replaced by a rename). */
 void fs_made_forget(struct fs *fs, struct inode *in);
+/* After inodes_move gave in another parent: if it is a made folder, it
+ * is filed under that one. */
+void fs_made_reparented(struct fs *fs, struct inode *in);
 /* Made folder in (empty) becomes newname in npin.  Takes the write lock
  * itself.  0 or a negative errno; 1 when in is no empty made folder now
  * (a file was saved in it): the caller renames the archive's folder. */

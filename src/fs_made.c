@@ -23,19 +23,63 @@
  * reference the set holds). */
 struct made {
 	time_t mtime;
+	struct inode *filed_in; /* its key in fs->made_in */
 };
 
 void fs_made_init(struct fs *fs)
 {
 	pthread_mutex_init(&fs->made_lock, NULL);
 	fs->made = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+	fs->made_in = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_ptr_array_unref);
 }
 
 void fs_made_free(struct fs *fs)
 {
 	/* the inodes go with the table of inodes */
+	g_hash_table_destroy(fs->made_in);
 	g_hash_table_destroy(fs->made);
 	pthread_mutex_destroy(&fs->made_lock);
+}
+
+/* The made folders filed under dir (made_lock), or NULL.  Each is
+ * checked against in->parent still: the set holds no reference to dir. */
+static GPtrArray *filed_in(struct fs *fs, struct inode *dir)
+{
+	return g_hash_table_lookup(fs->made_in, dir);
+}
+
+static void file_under_parent(struct fs *fs, struct inode *in, struct made *m)
+{
+	GPtrArray *v = filed_in(fs, in->parent);
+
+	if (!v) {
+		v = g_ptr_array_new();
+		g_hash_table_insert(fs->made_in, in->parent, v);
+	}
+	g_ptr_array_add(v, in);
+	m->filed_in = in->parent;
+}
+
+static void unfile(struct fs *fs, struct inode *in, struct made *m)
+{
+	GPtrArray *v = filed_in(fs, m->filed_in);
+
+	if (v && g_ptr_array_remove_fast(v, in) && !v->len)
+		g_hash_table_remove(fs->made_in, m->filed_in);
+	m->filed_in = NULL;
+}
+
+void fs_made_reparented(struct fs *fs, struct inode *in)
+{
+	struct made *m;
+
+	pthread_mutex_lock(&fs->made_lock);
+	m = g_hash_table_lookup(fs->made, in);
+	if (m && m->filed_in != in->parent) {
+		unfile(fs, in, m);
+		file_under_parent(fs, in, m);
+	}
+	pthread_mutex_unlock(&fs->made_lock);
 }
 
 /* The made folder's record, or NULL; valid while made_lock is held.  The
@@ -127,14 +171,13 @@ int fs_made_entry(struct fs *fs, struct inode *in, struct fuse_entry_param *e)
  * with a reference; NULL if none. */
 static struct inode *made_child(struct fs *fs, struct inode *dir, const char *name)
 {
-	GHashTableIter it;
-	gpointer key;
+	GPtrArray *v;
 	struct inode *found = NULL;
 
 	pthread_mutex_lock(&fs->made_lock);
-	g_hash_table_iter_init(&it, fs->made);
-	while (!found && g_hash_table_iter_next(&it, &key, NULL)) {
-		struct inode *in = key;
+	v = filed_in(fs, dir);
+	for (guint i = 0; v && !found && i < v->len; i++) {
+		struct inode *in = v->pdata[i];
 
 		if (in->parent == dir && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)
 		    && (!name || g_ascii_strcasecmp(in->name, name) == 0))
@@ -204,12 +247,16 @@ static gint by_cookie(gconstpointer a, gconstpointer b)
  * caller's); 0 if it was not in it. */
 static int take_out(struct fs *fs, struct inode *in)
 {
-	int was;
+	struct made *m;
 
 	pthread_mutex_lock(&fs->made_lock);
-	was = g_hash_table_remove(fs->made, in);
+	m = g_hash_table_lookup(fs->made, in);
+	if (m) {
+		unfile(fs, in, m);
+		g_hash_table_remove(fs->made, in);
+	}
 	pthread_mutex_unlock(&fs->made_lock);
-	return was;
+	return m != NULL;
 }
 
 void fs_made_forget(struct fs *fs, struct inode *in)
@@ -222,14 +269,12 @@ void fs_made_forget(struct fs *fs, struct inode *in)
  * shows now). */
 static GPtrArray *kept_in(struct fs *fs, struct inode *dir)
 {
-	GPtrArray *v = g_ptr_array_new();
-	GHashTableIter it;
-	gpointer key;
+	GPtrArray *v = g_ptr_array_new(), *filed;
 
 	pthread_mutex_lock(&fs->made_lock);
-	g_hash_table_iter_init(&it, fs->made);
-	while (g_hash_table_iter_next(&it, &key, NULL)) {
-		struct inode *in = key;
+	filed = filed_in(fs, dir);
+	for (guint i = 0; filed && i < filed->len; i++) {
+		struct inode *in = filed->pdata[i];
 
 		if (in->parent == dir && !__atomic_load_n(&in->unlinked, __ATOMIC_ACQUIRE)) {
 			inode_ref(fs->inodes, in);
@@ -332,6 +377,7 @@ static void keep(struct fs *fs, struct inode *in, time_t mtime, int renew)
 		m = NULL;
 	} else {
 		g_hash_table_insert(fs->made, in, m);
+		file_under_parent(fs, in, m);
 	}
 	pthread_mutex_unlock(&fs->made_lock);
 	if (!m)
@@ -411,15 +457,17 @@ static void renumber_below(struct fs *fs, struct inode *dir)
 	g_ptr_array_free(v, TRUE);
 }
 
-/* Whether top is a made folder or lies above one. */
+/* Whether top is a made folder or lies above one: whether it is one of
+ * the folders made ones are filed in, or lies above one of those. */
 static int made_below(struct fs *fs, struct inode *top)
 {
 	GHashTableIter it;
 	gpointer key;
-	int found = 0;
+	int found;
 
 	pthread_mutex_lock(&fs->made_lock);
-	g_hash_table_iter_init(&it, fs->made);
+	found = g_hash_table_contains(fs->made, top);
+	g_hash_table_iter_init(&it, fs->made_in);
 	while (!found && g_hash_table_iter_next(&it, &key, NULL))
 		for (struct inode *up = key; up && !found; up = up->parent)
 			found = up == top;
@@ -546,6 +594,7 @@ int fs_made_rename(struct fs *fs, struct inode *in, struct inode *npin, const ch
 		if (there)
 			inodes_unlink_inode(fs->inodes, there);
 		inodes_move(fs->inodes, in, npin, newname, 0);
+		fs_made_reparented(fs, in);
 		__atomic_store_n(&in->ino, tree_child_ino(__atomic_load_n(&npin->ino, __ATOMIC_RELAXED), newname),
 				 __ATOMIC_RELAXED);
 		renumber_below(fs, in);

@@ -724,6 +724,16 @@ check "a made folder moved into another folder of the archive keeps that one whe
 	eval '[ $rc -eq 0 ] && [ "$(ls -A "$M/$T/p2/sub")" = new ] && [ ! -e "$M/$T/p1/new" ]'
 i1=$(stat -c %i "$M/$T/p2/sub/new"); printf z > "$M/$T/p2/sub/new/z.txt"; i2=$(stat -c %i "$M/$T/p2/sub/new")
 check "... numbered as the archive's folder it becomes there ($i1)" eval '[ -n "$i1" ] && [ "$i1" = "$i2" ] && holds "$T/p2/sub/new/z.txt" z'
+# a kept folder (emptied once) that holds files again is an archive's
+# folder: mv moves it as such, and when it is emptied where it went, it
+# stays there (and not where it was kept first)
+mkdir "$M/$T/p4/kept2" && printf k > "$M/$T/p4/kept2/k.txt" && rm "$M/$T/p4/kept2/k.txt" \
+	&& printf k > "$M/$T/p4/kept2/k.txt" && mv "$M/$T/p4/kept2" "$M/$T/p1/" && rm "$M/$T/p1/kept2/k.txt"; rc=$?
+check "a kept folder filled again, moved to another folder and emptied there stays there, empty" \
+	eval '[ $rc -eq 0 ] && ls -A "$M/$T/p1" | grep -qx kept2 && ! ls -A "$M/$T/p4" | grep -q kept2 && [ -z "$(ls -A "$M/$T/p1/kept2")" ]'
+check "... and mkdir of its name there: File exists" fails_with "File exists" mkdir "$M/$T/p1/KEPT2"
+rmdir "$M/$T/p1/kept2"; rc=$?
+check "... until rmdir" eval '[ $rc -eq 0 ] && ! ls -A "$M/$T/p1" | grep -q kept2'
 cp "$DEMO/texts.res" "$G/ren1.res" && mkdir "$M/ren1.res/mk" && mv "$M/ren1.res" "$M/ren2.res"
 i1=$(stat -c %i "$M/ren2.res/mk"); printf z > "$M/ren2.res/mk/z.txt"; i2=$(stat -c %i "$M/ren2.res/mk")
 check "... also in an archive file renamed after the folder was made ($i1)" \
