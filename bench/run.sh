@@ -5,6 +5,7 @@
 #   BENCH_SCALE=small bench/run.sh     quick smoke test
 #
 # Environment: BENCH_DIR (work dir, default bench/out), BENCH_RUNS (default 5),
+# BENCH_MOUNT_REPS (mounts per run on the warm mount line, default 5),
 # BENCH_SCALE (full|small), BENCH_REBUILD=1 (regenerate everything),
 # EIFS (binary, default src/eifs), EIFS_MOUNT_OPTS, SQFS_MOUNT_OPTS (extra
 # arguments for the two mount commands, empty by default).
@@ -15,6 +16,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 top=$(dirname "$here")
 EIFS=${EIFS:-$top/src/eifs}
 RUNS=${BENCH_RUNS:-5}
+MOUNT_REPS=${BENCH_MOUNT_REPS:-5}
 SCALE=${BENCH_SCALE:-full}
 REBUILD=${BENCH_REBUILD:-0}
 read -r -a eifs_opts <<<"${EIFS_MOUNT_OPTS:-}"
@@ -36,6 +38,7 @@ small) N_SMALL=1000;  BIG_MIB=64;   N_MANY=10000 ;;
 *) die "BENCH_SCALE must be 'full' or 'small', not '$SCALE'" ;;
 esac
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer"
+[[ $MOUNT_REPS =~ ^[1-9][0-9]*$ ]] || die "BENCH_MOUNT_REPS must be a positive integer"
 SMALL_DIRS=10                          # small files spread over 10 sub-directories
 MANY_PER_DIR=1000                      # many: 1000 tiny files per sub-directory
 MANY_DIRS=$(( N_MANY / MANY_PER_DIR ))
@@ -426,9 +429,13 @@ say "mount until ready, cold ($RUNS runs)"
 for (( i = 0; i < RUNS; i++ )); do
 	for k in $(in_turn "$i" "${KINDS[@]}"); do drop_caches; mount_ready "$k"; add mount_cold "$k" "$US"; done
 done
-say "mount until ready ($RUNS runs after one warm-up)"
+# A mount takes about 10 ms, and the machine's speed drifts by more than the
+# two differ from one minute to the next: MOUNT_REPS interleaved rounds per
+# run (each a mount of every kind) give the median many more samples, taken
+# side by side, for a few seconds more.
+say "mount until ready ($RUNS runs of $MOUNT_REPS rounds, after one warm-up)"
 for k in "${KINDS[@]}"; do mount_ready "$k"; done
-for (( i = 0; i < RUNS; i++ )); do
+for (( i = 0; i < RUNS * MOUNT_REPS; i++ )); do
 	for k in $(in_turn "$i" "${KINDS[@]}"); do mount_ready "$k"; add mount "$k" "$US"; done
 done
 
@@ -545,7 +552,7 @@ size_of() { stat -c %s "$1"; }
 		"$("$EIFS" --version 2>/dev/null | head -n1)$(git -C "$top" describe --always --dirty 2>/dev/null | sed 's/^/ (/; s/$/)/');" \
 		"squashfuse $(dpkg-query -W -f '${Version}' squashfuse 2>/dev/null || echo '?')," \
 		"$(mksquashfs -version 2>/dev/null | head -n1 | cut -d' ' -f1-3)."
-	echo "eifs = \`eifs mount -o ro\` (the read-only mount of issue #2; squashfuse_ll is read-only too); the lines marked \"writable mount\" are the default mount, measured in the same runs.  Medians of $RUNS runs, the three interleaved (the order reverses every other run); \"eifs faster in\": the runs in which that eifs mount took less than squashfuse_ll in the same run; cold = \`sync; echo 3 >/proc/sys/vm/drop_caches\` before each run, warm = after one unmeasured run (for dd: one per run, after dropping the caches)."
+	echo "eifs = \`eifs mount -o ro\` (the read-only mount of issue #2; squashfuse_ll is read-only too); the lines marked \"writable mount\" are the default mount, measured in the same runs.  Medians of $RUNS runs ($(( RUNS * MOUNT_REPS )) on the warm mount lines: $MOUNT_REPS rounds a run), the three interleaved (the order reverses every other round); \"eifs faster in\": the runs in which that eifs mount took less than squashfuse_ll in the same run; cold = \`sync; echo 3 >/proc/sys/vm/drop_caches\` before each run, warm = after one unmeasured run (for dd: one per run, after dropping the caches)."
 	echo "Images: small $(size_of "$W/small.res") / $(size_of "$W/small.sqfs") bytes, big $(size_of "$W/big.res") / $(size_of "$W/big.sqfs"), many $(size_of "$W/many.res") / $(size_of "$W/many.sqfs") (RES / squashfs)."
 	echo
 	echo "| line | eifs median | squashfuse_ll median | ratio | eifs faster in | target | met |"
