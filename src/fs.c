@@ -526,7 +526,7 @@ static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, 
 	    && !tree_same_stamp(&saved->before, &unit->src->stamp))
 		external = 1;
 	/* the folders the entry leaves, which stay if it was their last */
-	from = !move ? NULL : move->unlink ? move->to_parent : move->in ? move->in->parent : NULL;
+	from = !move ? NULL : move->unlink ? move->to_parent : move->from ? move->from : move->in ? move->in->parent : NULL;
 	if (from)
 		left = fs_made_archive_folders(fs, from);
 	tree_reload(fs->tree, unit, external, saved && saved->known ? &saved->after : NULL);

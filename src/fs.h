@@ -138,6 +138,8 @@ struct fs_move {
 	struct inode *to_parent;
 	const char *name;
 	int unlink;       /* in is NULL: name in to_parent is gone (a delete) */
+	struct inode *from; /* a rename's source folder (in may be NULL: a
+			     * name the kernel never looked up) */
 };
 
 /* After a unit changed on disk (a save, another program): reloads it and

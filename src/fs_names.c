@@ -411,7 +411,7 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 
 	if (is_folder(pn)) {
 		char *path = tree_real_path(fs->tree, n);
-		struct fs_move gone = { NULL, pin, name, 1 };
+		struct fs_move gone = { NULL, pin, name, 1, NULL };
 
 		rc = (is_dir ? rmdir(path) : unlink(path)) < 0 ? -errno : 0;
 		g_free(path);
@@ -428,7 +428,7 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 	} else {
 		/* the name goes in the instant the reload shows it gone, before
 		 * the notices: none of them may stand for a file made anew */
-		struct fs_move gone = { NULL, pin, name, 1 };
+		struct fs_move gone = { NULL, pin, name, 1, NULL };
 
 		rc = fs_run_fresh_plan(fs, plan, unit, &gone, &err, tries);
 		if (rc < 0 && rc != -EAGAIN)
@@ -622,7 +622,7 @@ plan_again:
 	if (rc == 0 && !scratch) {
 		struct wb_plan *plan = wb_create(fs->tree, npn, path->str, s.data, s.len, (uint32_t)s.mtime, 0, &err);
 		struct inode *unit = plan ? fs_unit_of(fs, anchor) : NULL;
-		struct fs_move move = { in, npin, newname, 0 };
+		struct fs_move move = { in, npin, newname, 0, NULL };
 
 		if (plan && unit) {
 			fs_written_of(plan, &written);
@@ -729,7 +729,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		in = made;
 	}
 	rc = save_pending(fs, in);
-	move = (struct fs_move){ in, npin, newname, 0 };
+	move = (struct fs_move){ in, npin, newname, 0, pin };
 	npath = g_string_new(NULL);
 plan_again:
 	tree_read_lock(fs->tree);
