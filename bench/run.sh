@@ -6,6 +6,7 @@
 #
 # Environment: BENCH_DIR (work dir, default bench/out), BENCH_RUNS (default 5),
 # BENCH_MOUNT_REPS (mounts per run on the warm mount line, default 5),
+# BENCH_FILL_REPS (cache fills per run on the warm dd line, default 3),
 # BENCH_SCALE (full|small), BENCH_REBUILD=1 (regenerate everything),
 # EIFS (binary, default src/eifs), EIFS_MOUNT_OPTS, SQFS_MOUNT_OPTS (extra
 # arguments for the two mount commands, empty by default).
@@ -17,6 +18,7 @@ top=$(dirname "$here")
 EIFS=${EIFS:-$top/src/eifs}
 RUNS=${BENCH_RUNS:-5}
 MOUNT_REPS=${BENCH_MOUNT_REPS:-5}
+FILL_REPS=${BENCH_FILL_REPS:-3}
 SCALE=${BENCH_SCALE:-full}
 REBUILD=${BENCH_REBUILD:-0}
 read -r -a eifs_opts <<<"${EIFS_MOUNT_OPTS:-}"
@@ -39,6 +41,7 @@ small) N_SMALL=1000;  BIG_MIB=64;   N_MANY=10000 ;;
 esac
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "BENCH_RUNS must be a positive integer"
 [[ $MOUNT_REPS =~ ^[1-9][0-9]*$ ]] || die "BENCH_MOUNT_REPS must be a positive integer"
+[[ $FILL_REPS =~ ^[1-9][0-9]*$ ]] || die "BENCH_FILL_REPS must be a positive integer"
 SMALL_DIRS=10                          # small files spread over 10 sub-directories
 MANY_PER_DIR=1000                      # many: 1000 tiny files per sub-directory
 MANY_DIRS=$(( N_MANY / MANY_PER_DIR ))
@@ -330,19 +333,22 @@ cmd_image() { dd if="$1" of=/dev/null bs=1M status=none; }
 # bench LINE TREE CMD cold|warm|refilled [KIND...]: N interleaved runs on
 # the mounts (already up) of the KINDs, by default KINDS.  refilled: each
 # run drops the caches, fills them with one unmeasured run and times the
-# next.  A warm big read needs no request at all: it measures the page
-# cache that one fill left, which stays as it is for every run after (the
-# same file through either file system: 45 ms after one fill, 52 ms after
-# another); a fill per run gives each run its own.
+# next, FILL_REPS times a run.  A warm big read needs no request at all: it
+# measures the page cache that one fill left, which stays as it is for
+# every run after (the same file through either file system: 45 ms after
+# one fill, 52 ms after another); a fill per sample gives each its own,
+# and more fills a median nearer to what the file systems do, which is
+# the same (the kernel's copy out of its cache).
 bench() {
-	local line=$1 tree=$2 cmd=$3 mode=$4 i k
+	local line=$1 tree=$2 cmd=$3 mode=$4 i k n=$RUNS
 	local -a kinds=("${@:5}")
 	(( ${#kinds[@]} )) || kinds=("${KINDS[@]}")
-	say "$line ($RUNS runs)"
+	[[ $mode == refilled ]] && n=$(( RUNS * FILL_REPS ))
+	say "$line ($n runs)"
 	if [[ $mode == warm ]]; then
 		for k in "${kinds[@]}"; do "$cmd" "$(mnt "$k" "$tree")" >/dev/null || die "$cmd failed on ${KIND_NAME[$k]}"; done
 	fi
-	for (( i = 0; i < RUNS; i++ )); do
+	for (( i = 0; i < n; i++ )); do
 		for k in $(in_turn "$i" "${kinds[@]}"); do
 			[[ $mode == cold || $mode == refilled ]] && drop_caches
 			if [[ $mode == refilled ]]; then
@@ -552,7 +558,7 @@ size_of() { stat -c %s "$1"; }
 		"$("$EIFS" --version 2>/dev/null | head -n1)$(git -C "$top" describe --always --dirty 2>/dev/null | sed 's/^/ (/; s/$/)/');" \
 		"squashfuse $(dpkg-query -W -f '${Version}' squashfuse 2>/dev/null || echo '?')," \
 		"$(mksquashfs -version 2>/dev/null | head -n1 | cut -d' ' -f1-3)."
-	echo "eifs = \`eifs mount -o ro\` (the read-only mount of issue #2; squashfuse_ll is read-only too); the lines marked \"writable mount\" are the default mount, measured in the same runs.  Medians of $RUNS runs ($(( RUNS * MOUNT_REPS )) on the warm mount lines: $MOUNT_REPS rounds a run), the three interleaved (the order reverses every other round); \"eifs faster in\": the runs in which that eifs mount took less than squashfuse_ll in the same run; cold = \`sync; echo 3 >/proc/sys/vm/drop_caches\` before each run, warm = after one unmeasured run (for dd: one per run, after dropping the caches)."
+	echo "eifs = \`eifs mount -o ro\` (the read-only mount of issue #2; squashfuse_ll is read-only too); the lines marked \"writable mount\" are the default mount, measured in the same runs.  Medians of $RUNS runs ($(( RUNS * MOUNT_REPS )) on the warm mount lines: $MOUNT_REPS rounds a run; $(( RUNS * FILL_REPS )) on the warm dd lines: $FILL_REPS cache fills a run), the three interleaved (the order reverses every other round); \"eifs faster in\": the runs in which that eifs mount took less than squashfuse_ll in the same run; cold = \`sync; echo 3 >/proc/sys/vm/drop_caches\` before each run, warm = after one unmeasured run (for dd: one per sample, after dropping the caches)."
 	echo "Images: small $(size_of "$W/small.res") / $(size_of "$W/small.sqfs") bytes, big $(size_of "$W/big.res") / $(size_of "$W/big.sqfs"), many $(size_of "$W/many.res") / $(size_of "$W/many.sqfs") (RES / squashfs)."
 	echo
 	echo "| line | eifs median | squashfuse_ll median | ratio | eifs faster in | target | met |"
