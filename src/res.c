@@ -165,7 +165,7 @@ int res_table_read(const struct res_window *w, struct res_table *t, struct res_e
 	if (res_header_decode(hdr, w->len, &h, err) < 0 || table_alloc(&h, t, err) < 0)
 		return -1;
 	raw = (unsigned char *)t->entries + (size_t)h.count * (sizeof *t->entries - RES_ENTRY_SIZE);
-	rc = io_pread_all(w->fd, raw, (size_t)h.count * RES_ENTRY_SIZE + h.names_len, w->base + h.table_offset);
+	rc = io_pread_all_ahead(w->fd, raw, (size_t)h.count * RES_ENTRY_SIZE + h.names_len, w->base + h.table_offset);
 	if (rc == 0)
 		decode_entries(raw, h.count, t->entries);
 	if (rc < 0) {
