@@ -486,6 +486,10 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tree_node *pn, *n;
 	int rc = 0, err = 0, tries = 0;
 
+	/* another program may have emptied it since: not "not empty" then.
+	 * No wait for the notices: the kernel holds the folder's lock */
+	if (fs->writable)
+		fs_refresh(fs, pin, 0);
 again:
 	rc = 0;
 	tree_read_lock(fs->tree);
@@ -496,7 +500,7 @@ again:
 	else if (!pn)
 		rc = -ENOENT;
 	else if (!n)
-		rc = 0; /* gone already: another program took its last entry */
+		rc = 0; /* another program took its last entry: empty, as a disk's folder would be, and now gone */
 	else if (!fs->writable)
 		rc = -EROFS;
 	else if (!tree_is_dir(n))

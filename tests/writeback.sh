@@ -440,6 +440,11 @@ check "after a new mount the view shows the saved text" cmp -s "$WORK/guard3.txt
 cat "$M/texts.res/UNIT guard" > /dev/null
 printf 'from eifs put' | "$E" put "$G/texts.res/UNIT guard" -
 check "a change by another program shows through the mount" reads "texts.res/UNIT guard" 'from eifs put'
+mkdir -p "$WORK/gone/sub" && printf g > "$WORK/gone/sub/g.txt" && "$E" pack "$WORK/gone" "$G/gone.res" >/dev/null
+ls "$M/gone.res/sub" >/dev/null && "$E" rm "$G/gone.res/sub/g.txt"
+rmdir "$M/gone.res/sub"; rc=$?
+check "rmdir of a folder another program emptied (eifs rm of its last entry) succeeds, as on a disk, and it is gone" \
+	eval '[ $rc -eq 0 ] && [ ! -e "$M/gone.res/sub" ] && [ -z "$(ls -A "$M/gone.res")" ] && rmdir "$M/gone.res" && [ ! -e "$G/gone.res" ]'
 "$E" compact "$G/texts.res"
 check "... and after a compaction replaced the file" eval 'reads "texts.res/UNIT guard" '\''from eifs put'\'' && "$E" cat "$G/texts.res/map.txt" | cmp -s - "$M/texts.res/map.txt"'
 printf 'mount' > "$M/texts.res/UNIT guard"
