@@ -41,8 +41,10 @@ void fs_made_free(struct fs *fs)
 	pthread_mutex_destroy(&fs->made_lock);
 }
 
-/* The made folders filed under dir (made_lock), or NULL.  Each is
- * checked against in->parent still: the set holds no reference to dir. */
+/* The made folders filed under dir (made_lock), or NULL.  A key stays a
+ * live inode while a folder filed under it is its child (children hold
+ * their parent); each is checked against in->parent still, in case a
+ * move was not told (fs_made_reparented). */
 static GPtrArray *filed_in(struct fs *fs, struct inode *dir)
 {
 	return g_hash_table_lookup(fs->made_in, dir);

@@ -660,6 +660,7 @@ plan_again:
 		tree_write_lock(fs->tree); /* one temporary renamed to another */
 		there = inodes_find_ref(fs->inodes, npin, newname);
 		inodes_move(fs->inodes, in, npin, newname, 1); /* still a temporary */
+		fs_made_reparented(fs, in); /* no made folder: every move tells it all the same */
 		tree_write_unlock(fs->tree);
 		/* a temporary replaced loses its name: its edit no longer
 		 * pins it, or it stayed, with its memory, until the unmount */

@@ -104,7 +104,8 @@ void inodes_unlink_inode(struct inodes *s, struct inode *in);
 
 /* in is now called name in new_parent, an editor's temporary there if
  * scratch; what was there is unlinked.  Call with the tree's write lock
- * held. */
+ * held, and tell fs_made_reparented before it is released (the made
+ * folders' index is by parent). */
 void inodes_move(struct inodes *s, struct inode *in, struct inode *new_parent, const char *name,
 		 int scratch);
 
