@@ -259,9 +259,11 @@ static void delay_open(void)
 }
 
 /* The kernel's first lookup needs the top directory, which for a large
- * archive takes milliseconds to build: the main thread builds it while the
- * first requests (INIT) are answered, rather than after the lookup came
- * (with -s, before the loop). */
+ * archive takes a millisecond or more to build: the serving loop's first
+ * thread builds it as soon as SRC is read, while the main thread tells
+ * the mount command and that command exits, rather than after.  The
+ * main thread builds it too (with -s, or should the first thread have
+ * gone): whichever comes second finds it built. */
 static void build_top(void *ctx)
 {
 	struct fs *fs = ctx;
@@ -287,7 +289,25 @@ struct mounting {
 	unsigned conn; /* the connection's number (fusectl's), when conn_known */
 	int conn_known;
 	int aborted;   /* its connection, by abort_mounted_connection */
+	pthread_mutex_t src_lock;
+	pthread_cond_t src_told;
+	int src_state; /* SRC_*, under src_lock */
 };
+
+enum { SRC_PENDING, SRC_OPENED, SRC_NOT_OPENED };
+
+/* Tells the first thread whether fs->tree is there for it to build the
+ * top directory of; once, the first word counts.  Every path of the main
+ * thread says it before the loop's threads are stopped. */
+static void tell_src_state(struct mounting *g, int state)
+{
+	pthread_mutex_lock(&g->src_lock);
+	if (g->src_state == SRC_PENDING) {
+		g->src_state = state;
+		pthread_cond_broadcast(&g->src_told);
+	}
+	pthread_mutex_unlock(&g->src_lock);
+}
 
 static void remember_connection(struct mounting *g);
 
@@ -459,15 +479,33 @@ static struct fuse_session *mount_session(void *p)
 	if (fuse_session_mount(g->se, g->mnt_abs ? g->mnt_abs : g->m->mnt) < 0)
 		return NULL;
 	g->mounted = 1;
-	bigmem_prepare(); /* while SRC is still being read */
 	return g->se;
+}
+
+/* The first thread, once the main thread has the session (which does not
+ * wait for this): it faults in memory for the top directory's build (a
+ * huge page cleared takes a few hundred microseconds), then builds it once
+ * SRC is read. */
+static void before_serving(void *p)
+{
+	struct mounting *g = p;
+	int state;
+
+	bigmem_prepare();
+	pthread_mutex_lock(&g->src_lock);
+	while ((state = g->src_state) == SRC_PENDING)
+		pthread_cond_wait(&g->src_told, &g->src_lock);
+	pthread_mutex_unlock(&g->src_lock);
+	if (state == SRC_OPENED)
+		build_top(g->fs);
 }
 
 /* The serving loop, its first thread mounting; NULL with *err set when no
  * thread could be started. */
 static struct serve_loop *start_mounting(struct mount_args *m, struct mounting *g, int *err)
 {
-	struct serve_loop *l = serve_loop_start(m->single_thread ? 1 : MAX_SERVE_THREADS, mount_session, g);
+	struct serve_loop *l = serve_loop_start(m->single_thread ? 1 : MAX_SERVE_THREADS, mount_session,
+						before_serving, g);
 
 	*err = l ? 0 : errno;
 	return l;
@@ -777,7 +815,8 @@ static void log_from_libfuse(enum fuse_log_level level, const char *fmt, va_list
 static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent)
 {
 	struct fs fs = { 0 };
-	struct mounting g = { .m = m, .fs = &fs };
+	struct mounting g = { .m = m, .fs = &fs, .src_lock = PTHREAD_MUTEX_INITIALIZER,
+				.src_told = PTHREAD_COND_INITIALIZER };
 	struct serve_loop *loop = NULL;
 	struct fuse_session *se;
 	char *made = NULL, *made_in = NULL; /* the first folder made for MNT, and MNT: absolute */
@@ -852,6 +891,12 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	}
 	fs_init_state(&fs);
 	set_fault_hook(&fs);
+	set_load_delay(&fs); /* before the first thread builds */
+	/* the build, which may start now, logs where the daemon will: SRC's
+	 * errors are told by now, and the rest until detach() is printed */
+	if (!m->foreground)
+		log_to_syslog();
+	tell_src_state(&g, SRC_OPENED);
 	if (mkdir_err) {
 		fprintf(stderr, "eifs: cannot create %s: %s\n", m->mnt, strerror(mkdir_err));
 		goto out;
@@ -867,10 +912,8 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		goto out;
 	}
 	/* Only now, with SRC parsed and the mount in place, leave the terminal. */
-	if (!m->foreground) {
-		log_to_syslog();
+	if (!m->foreground)
 		fuse_set_log_func(log_from_libfuse);
-	}
 	detach(m->foreground);
 	if (tell_parent(to_parent, EXIT_OK) == -EPIPE) {
 		/* the command was ended before it could say the mount is
@@ -883,7 +926,6 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);
 	set_convert_delay(&fs);
-	set_load_delay(&fs);
 	set_notify_delay(&fs);
 	/* the loops return 0 when an unmount or a signal ended them (-s:
 	 * the signal's number), or a negative errno when they failed */
@@ -898,6 +940,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	}
 	status = serve(loop, se, &g) >= 0 ? EXIT_OK : EXIT_MOUNT;
 out:
+	tell_src_state(&g, SRC_NOT_OPENED);
 	serve_loop_free(loop);
 	end_mounting(&g);
 	if (made) {

@@ -150,6 +150,9 @@ void fs_init_state(struct fs *fs)
 	pthread_mutex_init(&fs->opens_lock, NULL);
 	fs->gates = g_hash_table_new(g_str_hash, g_str_equal);
 	fs_made_init(fs);
+	/* before any request: the top directory may be built before the loop
+	 * serves (cmd_mount.c) */
+	tree_before_wait(fs->tree, serve_will_block);
 }
 
 void fs_before_view_wait(int converting)
@@ -163,7 +166,6 @@ void fs_start(struct fs *fs, struct fuse_session *se)
 	fs->se = se;
 	fs->notifier = worker_new("eifs-notify", send_notice, fs);
 	view_cache_before_wait(fs->views, fs_before_view_wait);
-	tree_before_wait(fs->tree, serve_will_block);
 }
 
 void fs_drain_notices(struct fs *fs, unsigned timeout_ms)

@@ -25,6 +25,7 @@
 struct serve_loop {
 	struct fuse_session *se;
 	struct fuse_session *(*setup)(void *ctx); /* run by the first thread */
+	void (*set_up_idle)(void *ctx);           /* then, once the caller has the session */
 	void *setup_ctx;
 	pthread_mutex_t lock;
 	pthread_cond_t turn;   /* the reading is free, or the loop ends */
@@ -417,6 +418,10 @@ static void *first_thread(void *p)
 	l->se = se;
 	l->set_up = 1;
 	pthread_cond_broadcast(&l->handshake);
+	pthread_mutex_unlock(&l->lock);
+	if (se && l->set_up_idle)
+		l->set_up_idle(l->setup_ctx);
+	pthread_mutex_lock(&l->lock);
 	while (!l->running && !l->ending)
 		pthread_cond_wait(&l->handshake, &l->lock);
 	go = !l->ending;
@@ -450,7 +455,8 @@ static int place_elsewhere(struct serve_loop *l, pthread_attr_t *attr)
 	return 1;
 }
 
-struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setup)(void *ctx), void *ctx)
+struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setup)(void *ctx),
+				    void (*set_up_idle)(void *ctx), void *ctx)
 {
 	pthread_attr_t attr;
 	struct serve_loop *l = g_new0(struct serve_loop, 1);
@@ -458,6 +464,7 @@ struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setu
 	int rc;
 
 	l->setup = setup;
+	l->set_up_idle = set_up_idle;
 	l->setup_ctx = ctx;
 	spin_choice_init(&l->choice);
 	l->max_threads = max_threads > 0 ? max_threads : 1;
