@@ -347,7 +347,6 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	reply_new(req, fs, pin, name, NULL, -1);
 }
 
-/* Drops a view's unsaved text (`rm x.ini` reverts it), or a temporary. */
 /* Nothing but views in it (an archive shown as a folder counts too). */
 static int is_empty(struct fs *fs, struct tree_node *n)
 {
@@ -479,6 +478,21 @@ again:
 	fuse_reply_err(req, -rc);
 }
 
+/* Looks for another program's change to folder pin and to what name in it
+ * is: an archive file rewritten in place changes nothing its folder's
+ * listing shows. */
+static void refresh_folder_and_child(struct fs *fs, struct inode *pin, const char *name)
+{
+	struct inode *in;
+
+	fs_refresh(fs, pin, 0);
+	in = inodes_find_ref(fs->inodes, pin, name);
+	if (in) {
+		fs_refresh(fs, in, 0);
+		inode_unref(fs->inodes, in);
+	}
+}
+
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fuse_req_userdata(req);
@@ -489,7 +503,7 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	/* another program may have emptied it since: not "not empty" then.
 	 * No wait for the notices: the kernel holds the folder's lock */
 	if (fs->writable)
-		fs_refresh(fs, pin, 0);
+		refresh_folder_and_child(fs, pin, name);
 again:
 	rc = 0;
 	tree_read_lock(fs->tree);

@@ -445,6 +445,12 @@ ls "$M/gone.res/sub" >/dev/null && "$E" rm "$G/gone.res/sub/g.txt"
 rmdir "$M/gone.res/sub"; rc=$?
 check "rmdir of a folder another program emptied (eifs rm of its last entry) succeeds, as on a disk, and it is gone" \
 	eval '[ $rc -eq 0 ] && [ ! -e "$M/gone.res/sub" ] && [ -z "$(ls -A "$M/gone.res")" ] && rmdir "$M/gone.res" && [ ! -e "$G/gone.res" ]'
+# an archive file emptied in place: its folder's listing shows no change
+mkdir -p "$WORK/lone" && printf l > "$WORK/lone/l.txt" && "$E" pack "$WORK/lone" "$G/lone.res" >/dev/null
+ls "$M/lone.res" >/dev/null && "$E" rm "$G/lone.res/l.txt"
+rmdir "$M/lone.res" 2>"$WORK/lone.err"; rc=$?
+check "rmdir of an archive file another program emptied in place (eifs rm of its last entry) succeeds, and the file is gone" \
+	eval '[ $rc -eq 0 ] && [ ! -e "$G/lone.res" ] && [ ! -e "$M/lone.res" ]'
 "$E" compact "$G/texts.res"
 check "... and after a compaction replaced the file" eval 'reads "texts.res/UNIT guard" '\''from eifs put'\'' && "$E" cat "$G/texts.res/map.txt" | cmp -s - "$M/texts.res/map.txt"'
 printf 'mount' > "$M/texts.res/UNIT guard"
