@@ -208,7 +208,8 @@ static void set_convert_delay(struct fs *fs)
 
 /* Test hook, not a user option: EIFS_LOAD_DELAY_MS=N makes every first
  * read of a folder or an archive, and every wait for the tree's lock,
- * take N ms longer, after the reading was handed on (tests/mount.sh). */
+ * take N ms longer (in a serving thread, after it handed on the reading
+ * of requests) (tests/mount.sh). */
 static unsigned load_delay_ms;
 
 static void delayed_tree_wait(void)
@@ -260,10 +261,10 @@ static void delay_open(void)
 
 /* The kernel's first lookup needs the top directory, which for a large
  * archive takes a millisecond or more to build: the serving loop's first
- * thread builds it as soon as SRC is read, while the main thread tells
- * the mount command and that command exits, rather than after.  The
- * main thread builds it too (with -s, or should the first thread have
- * gone): whichever comes second finds it built. */
+ * thread builds it as soon as SRC is read (before_serving), while the
+ * main thread tells the mount command and that command exits, rather
+ * than after.  The main thread's call (serve's meanwhile) finds it
+ * built, or waits for that build to end. */
 static void build_top(void *ctx)
 {
 	struct fs *fs = ctx;
@@ -276,9 +277,10 @@ static void build_top(void *ctx)
 
 /* The kernel's mount and SRC's tables do not depend on each other, and on
  * two cores they take about as long: the serving loop's first thread
- * mounts while the main thread reads SRC.  The kernel's first requests
- * wait until the loop runs, after both finished; no one has been told of
- * the mount before. */
+ * mounts while the main thread reads SRC.  That thread answers INIT at
+ * once and builds the top directory once SRC is read; the other requests
+ * wait until the loop runs, after that; no one has been told of the
+ * mount before. */
 struct mounting {
 	struct mount_args *m;
 	struct fs *fs;
@@ -891,12 +893,6 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	}
 	fs_init_state(&fs);
 	set_fault_hook(&fs);
-	set_load_delay(&fs); /* before the first thread builds */
-	/* the build, which may start now, logs where the daemon will: SRC's
-	 * errors are told by now, and the rest until detach() is printed */
-	if (!m->foreground)
-		log_to_syslog();
-	tell_src_state(&g, SRC_OPENED);
 	if (mkdir_err) {
 		fprintf(stderr, "eifs: cannot create %s: %s\n", m->mnt, strerror(mkdir_err));
 		goto out;
@@ -911,9 +907,14 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		fprintf(stderr, "eifs: stopped by a signal before the mount was ready\n");
 		goto out;
 	}
-	/* Only now, with SRC parsed and the mount in place, leave the terminal. */
-	if (!m->foreground)
+	/* Only now, with SRC parsed and the mount in place, leave the terminal,
+	 * before the first thread's build may log */
+	if (!m->foreground) {
+		log_to_syslog();
 		fuse_set_log_func(log_from_libfuse);
+	}
+	set_load_delay(&fs);
+	tell_src_state(&g, SRC_OPENED);
 	detach(m->foreground);
 	if (tell_parent(to_parent, EXIT_OK) == -EPIPE) {
 		/* the command was ended before it could say the mount is

@@ -367,17 +367,40 @@ static void free_buf(void *buf)
 	free(((struct fuse_buf *)buf)->mem);
 }
 
-static void *serve_thread(void *p)
+/* Serves with buf, which it frees at the end. */
+static void *serve_with(struct serve_loop *l, struct fuse_buf *buf)
 {
-	struct serve_loop *l = p;
-	struct fuse_buf buf = { .mem = NULL };
-
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	pthread_cleanup_push(free_buf, &buf);
+	pthread_cleanup_push(free_buf, buf);
 	for (int new_thread = 1; take_reading(l, new_thread); new_thread = 0)
-		serve_as_reader(l, &buf);
+		serve_as_reader(l, buf);
 	pthread_cleanup_pop(1);
 	return NULL;
+}
+
+static void *serve_thread(void *p)
+{
+	struct fuse_buf buf = { .mem = NULL };
+
+	return serve_with(p, &buf);
+}
+
+/* The kernel sends INIT first, as it mounts, and holds every other request
+ * until it is answered: answered at once, the first lookups need not wait
+ * for it behind set_up_idle's work.  Nothing else is read before the loop
+ * runs.  Read without waiting (should INIT not be there, the loop answers
+ * it); a failure is left to the loop, which reads the device next. */
+static void answer_init(struct serve_loop *l, struct fuse_buf *buf)
+{
+	int res;
+
+	set_nonblocking(l, 1);
+	do
+		res = fuse_session_receive_buf(l->se, buf);
+	while (res == -EINTR);
+	set_nonblocking(l, 0);
+	if (res > 0)
+		fuse_session_process_buf(l->se, buf);
 }
 
 /* Until the session ends, or a stop signal came (its handler posts, or,
@@ -404,11 +427,13 @@ static void wait_for_end(struct serve_loop *l, void (*later)(void *ctx), void *c
 	}
 }
 
-/* Sets up the session, waits for the loop to run, and serves in it. */
+/* Sets up the session, answers INIT, does set_up_idle's work, waits for
+ * the loop to run, and serves in it. */
 static void *first_thread(void *p)
 {
 	struct serve_loop *l = p;
 	struct fuse_session *se;
+	struct fuse_buf buf = { .mem = NULL };
 	int go;
 
 	name_thread();
@@ -419,6 +444,8 @@ static void *first_thread(void *p)
 	l->set_up = 1;
 	pthread_cond_broadcast(&l->handshake);
 	pthread_mutex_unlock(&l->lock);
+	if (se)
+		answer_init(l, &buf);
 	if (se && l->set_up_idle)
 		l->set_up_idle(l->setup_ctx);
 	pthread_mutex_lock(&l->lock);
@@ -426,16 +453,19 @@ static void *first_thread(void *p)
 		pthread_cond_wait(&l->handshake, &l->lock);
 	go = !l->ending;
 	pthread_mutex_unlock(&l->lock);
-	return go ? serve_thread(l) : NULL;
+	if (go)
+		return serve_with(l, &buf);
+	free(buf.mem);
+	return NULL;
 }
 
 /* A thread started or woken by the main thread is often queued on its
  * CPU, and there it waits for as long as the main thread works on, the
  * other CPU idle: in half of the mounts measured the kernel's mount
- * started only once SRC was read, and the first requests were read only
- * once the top directory was built.  The first thread, which mounts and
- * then reads those requests, is kept off the caller's CPU until the loop
- * runs and meanwhile() is done; attr is set for that. */
+ * started only once SRC was read.  The first thread, which mounts, does
+ * set_up_idle's work and then reads the first requests, is kept off the
+ * caller's CPU until the loop runs and meanwhile() is done; attr is set
+ * for that. */
 static int place_elsewhere(struct serve_loop *l, pthread_attr_t *attr)
 {
 	cpu_set_t other;

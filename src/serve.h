@@ -14,13 +14,15 @@ struct serve_loop;
 
 /* Starts a loop with its first thread, before there is a session: the
  * thread runs setup(ctx), which makes and mounts the session (NULL when it
- * cannot), hands it to the caller, runs set_up_idle(ctx) if given (work
- * the caller need not wait for) and waits for serve_loop_run.  The mount
- * so happens beside the caller's own work, and the thread that will answer the first
+ * cannot), hands it to the caller, answers the kernel's INIT, runs
+ * set_up_idle(ctx) if given (work the caller need not wait for; every
+ * other request does) and waits for serve_loop_run.  The mount so happens
+ * beside the caller's own work, and the thread that will answer the first
  * requests is running by then.  It runs on the caller's other CPUs (where
  * it has any) until meanwhile() of serve_loop_run is done, so that
  * neither waits behind the caller's work.  At most max_threads threads
- * at once.
+ * at once.  serve_loop_run and serve_loop_free wait for set_up_idle to
+ * return: the caller lets go of whatever it waits for before them.
  * NULL, with errno set, when no thread can be started. */
 struct serve_loop *serve_loop_start(int max_threads, struct fuse_session *(*setup)(void *ctx),
 				    void (*set_up_idle)(void *ctx), void *ctx);
