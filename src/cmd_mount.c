@@ -247,6 +247,18 @@ static void set_notify_delay(struct fs *fs)
 		fs->notify_delay_ms = (unsigned)atoi(env);
 }
 
+/* Test hook, not a user option: EIFS_TURN_DELAY_MS=N makes each save
+ * through the mount wait N ms between its plan and its turn at the
+ * archive, as a thread put aside on a busy machine does, so that other
+ * saves overtake it (tests/writeback.sh). */
+static void set_turn_delay(struct fs *fs)
+{
+	const char *env = getenv("EIFS_TURN_DELAY_MS");
+
+	if (env && atoi(env) > 0)
+		fs->turn_delay_ms = (unsigned)atoi(env);
+}
+
 /* Test hook, not a user option: EIFS_OPEN_DELAY_MS=N makes the reading of
  * SRC at mount take N ms longer, the kernel's mount in place meanwhile
  * (tests/mount.sh: a signal before the mount is ready). */
@@ -928,6 +940,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	fs_start(&fs, se);
 	set_convert_delay(&fs);
 	set_notify_delay(&fs);
+	set_turn_delay(&fs);
 	/* the loops return 0 when an unmount or a signal ended them (-s:
 	 * the signal's number), or a negative errno when they failed */
 	if (m->single_thread) {

@@ -36,6 +36,7 @@ struct fs {
 	 * file being saved (fs_write.c), by path. */
 	pthread_mutex_t gates_lock;
 	GHashTable *gates;
+	unsigned turn_delay_ms; /* a test hook: each plan waits before its turn */
 	/* Folders made (or emptied) inside archives, kept until rmdir (fs_made.c):
 	 * inode -> its record, with a reference; and the same folders by the
 	 * folder they lie in (inode -> array of them), so that a listing or a

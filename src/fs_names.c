@@ -224,7 +224,8 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct wb_plan *plan;
 	struct tree_node *pn;
 	GString *path = g_string_new(NULL);
-	int rc, fd = -1, into_made, tries = 0, lookup_err = 0;
+	struct fs_turns turns = { 0 };
+	int rc, fd = -1, into_made, lookup_err = 0;
 
 	if (fs_is_status_name(fs, pin, name)) {
 		g_string_free(path, TRUE);
@@ -260,6 +261,7 @@ again:
 		rc = -EISDIR; /* in another case (a lookup the kernel trusted, made before it) */
 	} else if (fs_is_scratch_name(name)) {
 		tree_read_unlock(fs->tree);
+		fs_turns_end(fs, &turns);
 		g_string_free(path, TRUE);
 		place_done(fs, into_made);
 		create_scratch(req, fs, pin, name, fi);
@@ -271,7 +273,7 @@ again:
 		wb_plan_free(plan);
 	} else {
 		/* unlocks; planned anew where a rename of the folder went first */
-		rc = fs_run_fresh_plan(fs, plan, unit, NULL, &err, ++tries);
+		rc = fs_run_fresh_plan(fs, plan, unit, NULL, &err, &turns);
 		if (rc == -EAGAIN) {
 			place_done(fs, into_made);
 			memset(&err, 0, sizeof err);
@@ -292,6 +294,7 @@ again:
 		tree_read_lock(fs->tree);
 	}
 	tree_read_unlock(fs->tree);
+	fs_turns_end(fs, &turns);
 	g_string_free(path, TRUE);
 	place_done(fs, into_made);
 	if (rc < 0) {
@@ -398,9 +401,10 @@ static void revert_view(struct fs *fs, struct inode *pin, const char *name)
 
 /* Removes entry or loose file n of folder pin; unlocks.  -EAGAIN when
  * another save of the archive went first (the rename of a folder the
- * entry lies in): the caller looks n up again and tries again. */
+ * entry lies in): the caller looks n up again and tries again, turns
+ * holding the gate; any other return ends the turns. */
 static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, struct tree_node *n,
-		       int is_dir, int tries)
+		       int is_dir, struct fs_turns *turns)
 {
 	struct res_error err = { 0 };
 	struct inode *unit = fs_unit_of(fs, pin);
@@ -415,6 +419,7 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 		rc = (is_dir ? rmdir(path) : unlink(path)) < 0 ? -errno : 0;
 		g_free(path);
 		tree_read_unlock(fs->tree);
+		fs_turns_end(fs, turns);
 		if (rc == 0)
 			fs_reload(fs, pin, &gone, NULL);
 		g_free(name);
@@ -429,12 +434,14 @@ static int remove_node(struct fs *fs, struct inode *pin, struct tree_node *pn, s
 		 * the notices: none of them may stand for a file made anew */
 		struct fs_move gone = { NULL, pin, name, 1, NULL };
 
-		rc = fs_run_fresh_plan(fs, plan, unit, &gone, &err, tries);
+		rc = fs_run_fresh_plan(fs, plan, unit, &gone, &err, turns);
 		if (rc < 0 && rc != -EAGAIN)
 			log_msg(LOG_ERR, "%s: cannot delete: %s", name, err.msg);
 		if (rc == -EAGAIN && log_debugging())
 			log_msg(LOG_DEBUG, "%s: another save of the archive went first; planned again", name);
 	}
+	if (rc != -EAGAIN)
+		fs_turns_end(fs, turns);
 	g_free(name);
 	return rc;
 }
@@ -444,7 +451,8 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent);
 	struct tree_node *pn, *n = NULL;
-	int rc = 0, err = 0, tries = 0;
+	struct fs_turns turns = { 0 };
+	int rc = 0, err = 0;
 
 	if (fs_is_status_name(fs, pin, name)) {
 		fuse_reply_err(req, EPERM);
@@ -468,13 +476,14 @@ again:
 	} else if (n->kind != NODE_PLAIN && (rc = fs_may_change(fs, n)) < 0) {
 		;
 	} else {
-		rc = remove_node(fs, pin, pn, n, 0, ++tries); /* unlocks */
+		rc = remove_node(fs, pin, pn, n, 0, &turns); /* unlocks */
 		if (rc == -EAGAIN)
 			goto again;
 		fuse_reply_err(req, -rc);
 		return;
 	}
 	tree_read_unlock(fs->tree);
+	fs_turns_end(fs, &turns);
 	fuse_reply_err(req, -rc);
 }
 
@@ -498,7 +507,8 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fuse_req_userdata(req);
 	struct inode *pin = fs_inode(fs, parent);
 	struct tree_node *pn, *n;
-	int rc = 0, err = 0, tries = 0;
+	struct fs_turns turns = { 0 };
+	int rc = 0, err = 0;
 
 	/* another program may have emptied it since: not "not empty" then.
 	 * No wait for the notices: the kernel holds the folder's lock */
@@ -521,7 +531,7 @@ again:
 		rc = -ENOTDIR;
 	else if (n->kind == NODE_FOLDER || (n->kind == NODE_ARCHIVE && is_empty(fs, n) && !made_in(fs, pin, n))) {
 		/* an empty archive goes as a whole; a folder as the system says */
-		rc = remove_node(fs, pin, pn, n, n->kind == NODE_FOLDER, ++tries); /* unlocks */
+		rc = remove_node(fs, pin, pn, n, n->kind == NODE_FOLDER, &turns); /* unlocks */
 		if (rc == -EAGAIN)
 			goto again;
 		fuse_reply_err(req, -rc);
@@ -530,6 +540,7 @@ again:
 		rc = -ENOTEMPTY;
 	}
 	tree_read_unlock(fs->tree);
+	fs_turns_end(fs, &turns);
 	fuse_reply_err(req, -rc);
 }
 
@@ -614,7 +625,8 @@ static GBytes *read_text(struct fs *fs, struct tree_node *n)
 static int rename_scratch(struct fs *fs, struct inode *in, struct inode *npin, const char *newname)
 {
 	struct edit *e = fs_edit_get(fs, in);
-	int scratch = fs_is_scratch_name(newname), rc = 0, into_made = 0, tries = 0;
+	struct fs_turns turns = { 0 };
+	int scratch = fs_is_scratch_name(newname), rc = 0, into_made = 0;
 	struct res_error err = { 0 };
 	struct edit_snapshot s;
 	struct identity id;
@@ -646,7 +658,7 @@ plan_again:
 			fs_written_of(plan, &written);
 			/* unlocks; planned anew where another save went first
 			 * (the rename of the folder it goes to) */
-			rc = fs_run_fresh_plan(fs, plan, unit, &move, &err, ++tries);
+			rc = fs_run_fresh_plan(fs, plan, unit, &move, &err, &turns);
 		} else {
 			tree_read_unlock(fs->tree);
 			wb_plan_free(plan);
@@ -660,6 +672,7 @@ plan_again:
 			rc = 0;
 			goto plan_again;
 		}
+		fs_turns_end(fs, &turns); /* a plan failed after a -EAGAIN */
 		if (rc < 0)
 			log_msg(LOG_ERR, "%s: not saved: %s", newname, err.msg);
 		tree_read_lock(fs->tree);
@@ -685,6 +698,7 @@ plan_again:
 		tree_read_lock(fs->tree);
 	}
 	tree_read_unlock(fs->tree);
+	fs_turns_end(fs, &turns); /* a place gone after a -EAGAIN */
 	g_string_free(path, TRUE);
 	place_done(fs, into_made);
 	edit_snapshot_end(e, &s);
@@ -706,7 +720,8 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct fs_written written = { 0 };
 	struct fs_move move;
 	GBytes *text = NULL;
-	int rc = 0, e = 0, real = 0, into_made, gone_made = 0, tries = 0;
+	struct fs_turns turns = { 0 };
+	int rc = 0, e = 0, real = 0, into_made, gone_made = 0;
 
 	if (flags & ~RENAME_NOREPLACE) {
 		fuse_reply_err(req, EINVAL);
@@ -800,7 +815,7 @@ plan_again:
 		fs_written_of(plan, &written);
 		/* unlocks; planned anew where another save went first (the
 		 * delete of a file it moves) */
-		rc = fs_run_fresh_plan(fs, plan, unit, &move, &err, ++tries);
+		rc = fs_run_fresh_plan(fs, plan, unit, &move, &err, &turns);
 		if (rc == -EAGAIN) {
 			place_done(fs, into_made);
 			if (from_unit)
@@ -832,6 +847,7 @@ plan_again:
 		wb_plan_free(plan);
 		tree_read_unlock(fs->tree);
 	}
+	fs_turns_end(fs, &turns); /* planned otherwise, or not, after a -EAGAIN */
 	place_done(fs, into_made);
 	if (gone_made) {
 		int r = fs_made_rename(fs, in, npin, newname, flags); /* after place_done: it waits for those */

@@ -407,28 +407,55 @@ static void unit_stamp(struct fs *fs, struct inode *unit, struct stat *st)
 		*st = n->src->stamp;
 }
 
-static int run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
-		    struct res_error *err, int fresh)
+/* A save's hold on the gate of file: counted as a save under way (a
+ * refresh leaves the archive alone meanwhile) until gate_release. */
+static struct gate *gate_take(struct fs *fs, const char *file)
+{
+	__atomic_add_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
+	return gate_enter(fs, file);
+}
+
+static void gate_release(struct fs *fs, struct gate *g)
+{
+	gate_leave(fs, g);
+	__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
+}
+
+void fs_turns_end(struct fs *fs, struct fs_turns *turns)
+{
+	if (turns->gate)
+		gate_release(fs, turns->gate);
+	turns->gate = NULL;
+}
+
+int fs_run_fresh_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
+		      struct res_error *err, struct fs_turns *turns)
 {
 	struct save_stamps stamps = { 0 };
 	struct stat planned, now;
-	struct gate *gate;
-	int rc;
+	struct gate *gate = turns->gate;
+	int rc, check = ++turns->tries < FS_PLAN_TRIES;
 
 	inode_ref(fs->inodes, unit);
 	unit_stamp(fs, unit, &planned);
 	tree_read_unlock(fs->tree);
-	__atomic_add_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
-	gate = gate_enter(fs, wb_plan_file(plan));
-	if (fresh) {
+	turns->gate = NULL;
+	if (gate && strcmp(gate->path, wb_plan_file(plan)) != 0) {
+		gate_release(fs, gate); /* planned for another file now (its archive file renamed) */
+		gate = NULL;
+	}
+	if (!gate && fs->turn_delay_ms)
+		g_usleep((gulong)fs->turn_delay_ms * 1000);
+	if (!gate)
+		gate = gate_take(fs, wb_plan_file(plan));
+	if (check) {
 		/* another save got through the gate first: this plan names
 		 * what it found, which that one may have moved */
 		tree_read_lock(fs->tree);
 		unit_stamp(fs, unit, &now);
 		tree_read_unlock(fs->tree);
 		if (!tree_same_stamp(&planned, &now)) {
-			gate_leave(fs, gate);
-			__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
+			turns->gate = gate;
 			inode_unref(fs->inodes, unit);
 			wb_plan_free(plan);
 			return -EAGAIN;
@@ -440,16 +467,9 @@ static int run_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, con
 		fs_reload(fs, unit, move, &stamps);
 	else if (rc == 1 && move && move->in)
 		fs_move(fs, move); /* nothing to write, but the name moved all the same */
-	gate_leave(fs, gate);
-	__atomic_sub_fetch(&fs->saving, 1, __ATOMIC_ACQ_REL);
+	gate_release(fs, gate);
 	inode_unref(fs->inodes, unit);
 	return rc < 0 ? -err->code : 0;
-}
-
-int fs_run_fresh_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
-		      struct res_error *err, int tries)
-{
-	return run_plan(fs, plan, unit, move, err, tries < FS_PLAN_TRIES);
 }
 
 /* One log line; the reason is kept for the status file. */
@@ -502,6 +522,7 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 	struct wb_plan *plan;
 	struct tree_node *n;
 	struct inode *unit;
+	struct fs_turns turns = { 0 };
 	int rc, is_view;
 
 	if (in->scratch)
@@ -517,11 +538,12 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 		edit_snapshot_end(e, &s);
 		return rc < 0 ? rc : 0;
 	}
-	for (int tries = 1;; tries++) {
+	for (;;) {
 		tree_read_lock(fs->tree);
 		n = inode_node(fs->inodes, in);
 		if (!n && inode_removed(in)) {
 			tree_read_unlock(fs->tree); /* deleted while open: nothing to save */
+			fs_turns_end(fs, &turns);
 			edit_saved(e, &s, NULL, NULL);
 			edit_snapshot_end(e, &s);
 			return 0;
@@ -554,14 +576,15 @@ static int save(struct fs *fs, struct inode *in, struct edit *e, int transient)
 		fs_written_of(plan, &written);
 		if (edit_base(e, &base))
 			wb_plan_expect(plan, base.sha256);
-		/* planned anew where another save (a rename of its folder)
-		 * went first; after a few, as planned, rather than never */
-		rc = fs_run_fresh_plan(fs, plan, unit, NULL, &err, tries);
+		/* planned anew, under the gate, where another save (a
+		 * rename of its folder) went first */
+		rc = fs_run_fresh_plan(fs, plan, unit, NULL, &err, &turns);
 		if (rc != -EAGAIN)
 			break;
 		if (log_debugging())
 			log_msg(LOG_DEBUG, "save: another save of the archive went first; planned again");
 	}
+	fs_turns_end(fs, &turns);
 	if (rc < 0) {
 		report_failure(fs, in, e, &s, &err, is_view && !transient);
 	} else if (is_view) {

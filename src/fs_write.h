@@ -57,14 +57,28 @@ void fs_written_of(const struct wb_plan *plan, struct fs_written *w);
 const struct identity *fs_sticky_source(struct fs *fs, const struct tree_node *n, const struct fs_written *w,
 					struct identity *id);
 
+/* One operation's turns at saving its archive file.  A plan that another
+ * save overtook keeps the file's gate, so the plan made next, under it,
+ * is the one that runs: on a busy archive an operation would otherwise
+ * lose its turn again and again, and at last run a stale plan, which the
+ * archive's check refuses when the name it saves was renamed over or
+ * removed meanwhile.  Zeroed to begin; fs_turns_end on every way out. */
+struct gate;
+struct fs_turns {
+	struct gate *gate; /* held from a -EAGAIN to the next plan's run */
+	int tries;
+};
+void fs_turns_end(struct fs *fs, struct fs_turns *turns);
+
 /* Runs a plan made under the read lock, which it releases, then reloads
  * the unit (with move, when not NULL).  Returns 0 or a negative errno; err
  * has the reason.  -EAGAIN, having run nothing, when another save of the
  * archive ran between the plan and its turn: the caller plans again (a
- * plan names entries by path, and that save may have moved them).
- * tries: how many plans this is; from FS_PLAN_TRIES on it runs as made. */
+ * plan names entries by path, and that save may have moved them), with
+ * the gate kept in turns.  From FS_PLAN_TRIES plans on (another program
+ * changing the archive all the time) it runs as made. */
 int fs_run_fresh_plan(struct fs *fs, struct wb_plan *plan, struct inode *unit, const struct fs_move *move,
-		      struct res_error *err, int tries);
+		      struct res_error *err, struct fs_turns *turns);
 enum { FS_PLAN_TRIES = 8 };
 
 /* 0 when the mount may change n, else -EROFS or -EACCES.  Read lock. */

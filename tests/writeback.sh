@@ -833,6 +833,55 @@ check "another program's change is seen at the next open while a save of another
 wait $slow
 rm -f "$M/quests.res/slow.txt" "$M/texts.res/seen.txt"
 do_umount "$M"
+# a busy archive (six programs saving in it without a pause): a save that
+# another one overtook plans again holding the archive's turn, so it never
+# runs as planned long before.  It did after eight lost turns, and a file
+# renamed over the one being saved meanwhile then failed its close (ESTALE,
+# "changed since it was opened for writing"; concurrent.sh met it once),
+# where a disk's close succeeds.  EIFS_TURN_DELAY_MS (a test hook) has each
+# save wait between its plan and its turn, as a thread put aside on a busy
+# machine does; the rename is asked for a moment before the close.
+EIFS_TURN_DELAY_MS=50 do_mount "$G" "$M"
+python3 - "$M/$T" > "$WORK/busy.out" 2>&1 <<'PY'
+import os, sys, threading, time
+d = sys.argv[1]
+stop = threading.Event()
+def busy(k):
+    i = 0
+    while not stop.is_set():
+        with open("%s/busy%d.dat" % (d, k), "wb") as f:
+            f.write(b"%d\n" % i)
+        i += 1
+savers = [threading.Thread(target=busy, args=(k,)) for k in range(6)]
+for t in savers:
+    t.start()
+time.sleep(0.3)
+for r in range(6):
+    for name in ("over.dat", "new.dat"):
+        with open(d + "/" + name, "wb") as f:
+            f.write(name.encode() + b"\n")
+    fd = os.open(d + "/over.dat", os.O_WRONLY)
+    os.write(fd, b"mine\n")
+    renamer = threading.Thread(target=os.rename, args=(d + "/new.dat", d + "/over.dat"))
+    renamer.start()
+    time.sleep(0.025)
+    try:
+        os.close(fd)
+        print("closed")
+    except OSError as e:
+        print("close: " + e.strerror)
+    renamer.join()
+stop.set()
+for t in savers:
+    t.join()
+PY
+check "a file renamed over one being saved, in a busy archive: the close succeeds, the renamed file stays (6 rounds)" \
+	eval '[ "$(sort "$WORK/busy.out" | uniq -c | sed "s/^ *//")" = "6 closed" ] && reads "$T/over.dat" "new.dat
+" && holds "$T/over.dat" "new.dat
+" && [ ! -e "$M/$T/new.dat" ] && clean "${T%%/*}" && [ ! -s "$M/.eifs-status" ]'
+rm -f "$M/$T/over.dat" "$M/$T"/busy?.dat
+cat "$WORK/busy.out" | sort | uniq -c
+do_umount "$M"
 do_mount "$G" "$M" -o ro
 check "mkdir in an archive of a read-only mount: Read-only file system" fails_with "Read-only" mkdir "$M/$T/ro"
 do_umount "$M"
