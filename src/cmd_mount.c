@@ -926,6 +926,7 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 		fuse_set_log_func(log_from_libfuse);
 	}
 	set_load_delay(&fs);
+	set_turn_delay(&fs);
 	tell_src_state(&g, SRC_OPENED);
 	detach(m->foreground);
 	if (tell_parent(to_parent, EXIT_OK) == -EPIPE) {
@@ -940,7 +941,6 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	fs_start(&fs, se);
 	set_convert_delay(&fs);
 	set_notify_delay(&fs);
-	set_turn_delay(&fs);
 	/* the loops return 0 when an unmount or a signal ended them (-s:
 	 * the signal's number), or a negative errno when they failed */
 	if (m->single_thread) {
