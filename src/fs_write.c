@@ -869,6 +869,44 @@ static int change_plain(struct fs *fs, struct tree_node *n, const struct handle 
 	return rc;
 }
 
+/* The attributes of in, renamed over or deleted, once attr's changes are
+ * made to it: what it was when opened for reading, if it is, else an empty
+ * file; no name shows it. */
+static void gone_stat(struct fs *fs, struct inode *in, const struct stat *attr, int to_set, struct stat *st)
+{
+	struct edit *e = fs_edit_get(fs, in);
+
+	if (e) {
+		fs_scratch_stat(fs, in, e, st);
+		edit_unref(e);
+	} else if (!inode_opened_stat(fs->inodes, in, st)) {
+		memset(st, 0, sizeof *st);
+		st->st_ino = in->ino;
+		st->st_mode = S_IFREG | 0644;
+		st->st_blksize = 4096;
+		if (to_set & FUSE_SET_ATTR_SIZE)
+			st->st_size = attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		st->st_mtim = attr->st_mtim;
+	else if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		st->st_mtime = time(NULL);
+	st->st_nlink = 0;
+}
+
+/* A truncate or touch by path that met its file renamed over or deleted
+ * since the kernel looked it up (a rename over the name holds the file,
+ * and the truncate waits for it): made to that file, which no name shows
+ * any more, as on a disk; an open of it elsewhere (its edit) sees it. */
+static int change_gone(struct fs *fs, struct inode *in, const struct stat *attr, int to_set)
+{
+	struct edit *e = fs_edit_get(fs, in);
+	int rc = e ? change_edit(e, attr, to_set) : 0;
+
+	edit_unref(e);
+	return rc;
+}
+
 static void setattr_scratch(fuse_req_t req, struct fs *fs, struct inode *in, const struct handle *h,
 			    const struct stat *attr, int to_set)
 {
@@ -898,7 +936,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 	double timeout = fs->timeout;
 	struct tree_node *n;
 	struct stat st;
-	int rc = 0;
+	int rc = 0, gone = 0;
 
 	if (fs_is_status(in)) {
 		fuse_reply_err(req, EPERM); /* made by eifs, as it is */
@@ -918,8 +956,12 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 	}
 	if (!n && h && h->edit && (to_set & FUSE_SET_ATTR_SIZE) && (uint64_t)attr->st_size > handle_size_max(h))
 		rc = -EFBIG;
+	else if (!n && h && h->edit)
+		rc = change_edit(h->edit, attr, to_set);
+	else if (!n && inode_removed(in))
+		rc = !fs->writable && content ? -EROFS : (gone = 1, change_gone(fs, in, attr, to_set));
 	else if (!n)
-		rc = h && h->edit ? change_edit(h->edit, attr, to_set) : -ENOENT;
+		rc = -ENOENT;
 	else if (n->kind == NODE_PLAIN)
 		rc = change_plain(fs, n, h, attr, to_set);
 	else if (tree_is_dir(n) || !content)
@@ -935,6 +977,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 		rc = change_closed(fs, in, n, attr, to_set); /* unlocks */
 		tree_read_lock(fs->tree);
 		n = inode_node(fs->inodes, in);
+		gone = !n && inode_removed(in); /* renamed over during its save */
 	}
 	if (rc == 0 && n && n->kind == NODE_PLAIN) {
 		tree_read_unlock(fs->tree);
@@ -952,6 +995,9 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, s
 		memset(&st, 0, sizeof st);
 		st.st_mode = S_IFREG | 0644;
 		edit_stat(h->edit, &st);
+	} else if (rc == 0 && gone) {
+		gone_stat(fs, in, attr, to_set, &st);
+		timeout = 0;
 	} else if (rc == 0) {
 		rc = -ENOENT;
 	}

@@ -811,6 +811,18 @@ check "a temporary renamed over a file while a rename of its folder is under way
 	eval 'grep -qx done "$WORK/ed.out" && reads "$T/ed2/t.txt" "new
 " && holds "$T/ed2/t.txt" "new
 " && [ ! -e "$M/$T/ed" ] && ! "$E" ls "$G/$T" | grep -qx ed'
+# truncate(path) of a file being renamed over: rename(2) holds the file
+# while the truncate waits for it, and the truncate then meets a file no
+# name shows.  On a disk it succeeds and changes nothing anyone sees; it
+# was ENOENT here
+printf 'f\n' > "$M/$T/tr-f.txt" && printf 'g\n' > "$M/$T/tr-g.txt" && cat "$M/$T/tr-f.txt" "$M/$T/tr-g.txt" > /dev/null
+while_saving 'os.rename(d + "/tr-g.txt", d + "/tr-f.txt")' 'os.truncate(d + "/tr-f.txt", 0)' > "$WORK/tr.out" 2>&1
+check "truncate(path) while a rename over the file is under way: both succeed, the renamed file stays whole" \
+	eval 'grep -qx done "$WORK/tr.out" && reads "$T/tr-f.txt" "g
+" && holds "$T/tr-f.txt" "g
+" && [ ! -e "$M/$T/tr-g.txt" ] && [ ! -s "$M/.eifs-status" ]'
+cat "$WORK/tr.out"
+rm -f "$M/$T/tr-f.txt"
 # a truncate while the file's save is under way: the save maps the
 # contents, which the truncate must not pull away (EFAULT in the save's
 # write, SIGBUS where a nested archive is rebuilt)
