@@ -172,6 +172,7 @@ struct edit *fs_edit_get(struct fs *fs, struct inode *in);
 int fs_edit_shows(struct fs *fs, struct edit *e, const struct tree_node *n);
 /* Names of editors' temporaries, kept in memory (fs_names.c). */
 int fs_is_scratch_name(const char *name);
+/* The attributes of a file held only in memory, e (NULL: empty). */
 void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct stat *st);
 /* Folders made inside archives (fs_made.c).  An archive holds folders
  * only as parts of entry names: a folder made by mkdir inside one is kept

@@ -113,7 +113,8 @@ void fs_scratch_stat(struct fs *fs, struct inode *in, struct edit *e, struct sta
 	st->st_uid = root.st_uid;
 	st->st_gid = root.st_gid;
 	st->st_blksize = 4096;
-	edit_stat(e, st);
+	if (e)
+		edit_stat(e, st);
 }
 
 /* Replies with the entry of name in the folder pin, just made. */

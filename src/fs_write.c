@@ -870,27 +870,24 @@ static int change_plain(struct fs *fs, struct tree_node *n, const struct handle 
 }
 
 /* The attributes of in, renamed over or deleted, once attr's changes are
- * made to it: what it was when opened for reading, if it is, else an empty
- * file; no name shows it. */
+ * made to it (change_gone): its edit's, else what it was when opened for
+ * reading, else an empty file's; no name shows it. */
 static void gone_stat(struct fs *fs, struct inode *in, const struct stat *attr, int to_set, struct stat *st)
 {
 	struct edit *e = fs_edit_get(fs, in);
 
-	if (e) {
-		fs_scratch_stat(fs, in, e, st);
-		edit_unref(e);
-	} else if (!inode_opened_stat(fs->inodes, in, st)) {
-		memset(st, 0, sizeof *st);
-		st->st_ino = in->ino;
-		st->st_mode = S_IFREG | 0644;
-		st->st_blksize = 4096;
+	if (!e && !inode_opened_stat(fs->inodes, in, st)) {
+		fs_scratch_stat(fs, in, NULL, st);
 		if (to_set & FUSE_SET_ATTR_SIZE)
 			st->st_size = attr->st_size;
 	}
-	if (to_set & FUSE_SET_ATTR_MTIME)
+	if (e)
+		fs_scratch_stat(fs, in, e, st); /* the changes are in it */
+	else if (to_set & FUSE_SET_ATTR_MTIME)
 		st->st_mtim = attr->st_mtim;
 	else if (to_set & FUSE_SET_ATTR_MTIME_NOW)
-		st->st_mtime = time(NULL);
+		clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+	edit_unref(e);
 	st->st_nlink = 0;
 }
 
