@@ -545,13 +545,18 @@ static void reload(struct fs *fs, struct inode *in, const struct fs_move *move, 
 	g_array_unref(before);
 }
 
-/* Reads in's unit again after another program changed it. */
-static void reload_changed(struct fs *fs, struct inode *in, int wait)
+/* Reads in's unit again after another program changed it, or may have
+ * (look TREE_RACY: a change in the tick it was read in shows no trace). */
+static void reload_changed(struct fs *fs, struct inode *in, int wait, enum tree_look look)
 {
 	char *what = inode_path(fs->inodes, in);
 
 	serve_will_block(); /* a reload, and maybe a wait for the kernel */
-	log_msg(LOG_INFO, "%s: changed on disk; reading it again", what);
+	if (look == TREE_CHANGED)
+		log_msg(LOG_INFO, "%s: changed on disk; reading it again", what);
+	else /* after every copy into the folder: no news for the log */
+		log_msg(LOG_DEBUG, "%s: read within seconds of its last change on disk; reading it again, "
+			"now that its times can be trusted", what);
 	g_free(what);
 	reload(fs, in, NULL, 1, NULL);
 	/* the kernel learns what went stale before the open that found the
@@ -582,23 +587,26 @@ static int saving_unit_of(struct fs *fs, struct tree_node *n)
 int fs_refresh(struct fs *fs, struct inode *in, int wait)
 {
 	struct tree_node *n, *unit;
-	int changed;
+	enum tree_look look = TREE_SAME;
 
 	tree_read_lock(fs->tree);
 	n = inode_node(fs->inodes, in);
 	unit = n ? tree_unit(n) : NULL;
-	changed = unit && !saving_unit_of(fs, n)
-		  && (tree_unit_changed(fs->tree, unit) || tree_plain_changed(fs->tree, n));
+	if (unit && !saving_unit_of(fs, n)) {
+		look = tree_unit_changed(fs->tree, unit);
+		if (look != TREE_CHANGED)
+			look = MAX(look, tree_plain_changed(fs->tree, n));
+	}
 	tree_read_unlock(fs->tree);
-	if (changed)
-		reload_changed(fs, in, wait);
+	if (look != TREE_SAME)
+		reload_changed(fs, in, wait, look);
 	else if (wait && fs->notifier && worker_pending(fs->notifier)) {
 		/* another request's reload found the change: its notices go
 		 * first, and they may wait for requests queued behind this one */
 		serve_will_block();
 		notify_wait(fs);
 	}
-	return changed;
+	return look != TREE_SAME;
 }
 
 /* ---- attributes -------------------------------------------------------- */
@@ -799,10 +807,12 @@ again:
 	}
 	parent_gone = !pn && !fs_made_empty(fs, pin);
 	if (n && !plain_checked && loose(n) && !saving_unit_of(fs, n)) {
+		enum tree_look look = tree_plain_changed(fs->tree, n);
+
 		plain_checked = 1;
-		if (tree_plain_changed(fs->tree, n)) {
+		if (look != TREE_SAME) {
 			tree_read_unlock(fs->tree);
-			reload_changed(fs, pin, 0);
+			reload_changed(fs, pin, 0, look);
 			goto again;
 		}
 	}

@@ -2087,22 +2087,25 @@ int tree_same_stamp(const struct stat *a, const struct stat *b)
 	       && same_time(&a->st_mtim, &b->st_mtim) && same_time(&a->st_ctim, &b->st_ctim);
 }
 
-int tree_plain_changed(struct tree *t, const struct tree_node *n)
+enum tree_look tree_plain_changed(struct tree *t, const struct tree_node *n)
 {
 	struct stat st;
 	char *path;
-	int changed;
+	enum tree_look look = TREE_SAME;
+	uint32_t stamp;
 
 	if (n->kind == NODE_VIEW)
 		n = &n->parent->dir->child[n->source];
 	if (n->kind != NODE_PLAIN)
-		return 0;
+		return TREE_SAME;
 	path = real_path(t, n);
-	/* a racy stamp is taken again once it can be trusted */
-	changed = stat(path, &st) < 0 || (uint64_t)st.st_ino != n->offset || (uint64_t)st.st_size != n->size
-		  || file_stamp(&st) != n->plain_stamp;
+	if (stat(path, &st) < 0 || (uint64_t)st.st_ino != n->offset || (uint64_t)st.st_size != n->size)
+		look = TREE_CHANGED;
+	else if ((stamp = file_stamp(&st)) != n->plain_stamp)
+		/* a racy stamp is taken again once it can be trusted */
+		look = (stamp ^ n->plain_stamp) == 1 ? TREE_RACY : TREE_CHANGED;
 	g_free(path);
-	return changed;
+	return look;
 }
 
 /* Writes through a shared memory map raise no event: looked at anyway
@@ -2137,15 +2140,16 @@ static int arm_once(struct tree_source *s, int wd, int watched)
  * did (or cannot tell), or a second after: the watch is armed before the
  * look, and the generation read before it, so a change after the look
  * moves it on. */
-static int archive_changed(struct tree_source *s)
+static enum tree_look archive_changed(struct tree_source *s)
 {
 	uint64_t generation = watch_generation(), now = coarse_ms();
 	struct stat st;
-	int changed, watched = __atomic_load_n(&s->watched, __ATOMIC_ACQUIRE);
+	enum tree_look look;
+	int watched = __atomic_load_n(&s->watched, __ATOMIC_ACQUIRE);
 
 	if (generation && watched > 0 && __atomic_load_n(&s->fresh, __ATOMIC_ACQUIRE) == generation
 	    && now < __atomic_load_n(&s->fresh_until, __ATOMIC_RELAXED))
-		return 0;
+		return TREE_SAME;
 	if (!watched) {
 		int wd = watch_file(s->path);
 
@@ -2154,34 +2158,35 @@ static int archive_changed(struct tree_source *s)
 			watched = __atomic_load_n(&s->watched, __ATOMIC_ACQUIRE);
 		generation = watch_generation();
 	}
-	changed = stat(s->path, &st) < 0 || !tree_same_stamp(&st, &s->stamp) || (s->racy && !racy(&s->stamp.st_ctim));
+	look = stat(s->path, &st) < 0 || !tree_same_stamp(&st, &s->stamp) ? TREE_CHANGED
+	       : s->racy && !racy(&s->stamp.st_ctim) ? TREE_RACY : TREE_SAME;
 	/* a racy stamp is looked at until it can be trusted */
-	if (!changed && !s->racy && watched > 0 && generation) {
+	if (look == TREE_SAME && !s->racy && watched > 0 && generation) {
 		__atomic_store_n(&s->fresh_until, now + TRUST_MS, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->fresh, generation, __ATOMIC_RELEASE);
 	}
-	return changed;
+	return look;
 }
 
-int tree_unit_changed(struct tree *t, struct tree_node *unit)
+enum tree_look tree_unit_changed(struct tree *t, struct tree_node *unit)
 {
 	struct stat st;
 
 	if (unit->kind == NODE_FOLDER) {
 		const struct tree_dir *d = __atomic_load_n(&unit->dir, __ATOMIC_ACQUIRE);
 		char *path;
-		int changed;
+		enum tree_look look;
 
 		if (!d)
-			return 0;
+			return TREE_SAME;
 		path = real_path(t, unit);
 		/* a listing racy when made is made again once it can be trusted */
-		changed = stat(path, &st) < 0 || !same_time(&st.st_mtim, &d->stamp)
-			  || (d->racy && !racy(&d->stamp));
+		look = stat(path, &st) < 0 || !same_time(&st.st_mtim, &d->stamp) ? TREE_CHANGED
+		       : d->racy && !racy(&d->stamp) ? TREE_RACY : TREE_SAME;
 		g_free(path);
-		for (uint32_t i = 0; !changed && i < d->archive_named_count; i++)
-			changed = tree_plain_changed(t, &d->child[d->archive_named[i]]);
-		return changed;
+		for (uint32_t i = 0; look != TREE_CHANGED && i < d->archive_named_count; i++)
+			look = MAX(look, tree_plain_changed(t, &d->child[d->archive_named[i]]));
+		return look;
 	}
 	return archive_changed(unit->src);
 }

@@ -153,14 +153,20 @@ void tree_before_wait(struct tree *t, void (*fn)(void));
  * views, the folder. */
 struct tree_node *tree_unit(struct tree_node *n);
 
+/* What a look at a file or folder on disk found: the same; read in the
+ * tick of its last change and now old enough to be trusted, so read again
+ * to be sure (nothing seen to differ); or changed.  Ordered: the worse of
+ * two looks is the larger. */
+enum tree_look { TREE_SAME, TREE_RACY, TREE_CHANGED };
+
 /* Whether a unit differs on disk from what was read (another program, a
  * save): an archive file's identity, size or mtime, a folder's mtime. */
-int tree_unit_changed(struct tree *t, struct tree_node *unit);
+enum tree_look tree_unit_changed(struct tree *t, struct tree_node *unit);
 
 /* Whether a loose file (n PLAIN, or a VIEW of one) was changed in place
  * since its folder was listed, which leaves the folder's mtime alone: one
- * stat(2).  0 for any other node. */
-int tree_plain_changed(struct tree *t, const struct tree_node *n);
+ * stat(2).  TREE_SAME for any other node. */
+enum tree_look tree_plain_changed(struct tree *t, const struct tree_node *n);
 
 /* Throws away what was loaded of unit (under the write lock); it is read
  * again on next use.  An archive file that is gone or no longer an archive

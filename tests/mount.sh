@@ -137,6 +137,26 @@ for i in $(seq 50); do mounted "$M" && [ -d "$M/texts.res" ] && break; sleep 0.1
 check "-f serves in the foreground" eval 'mounted "$M" && [ -d "$M/texts.res" ] && kill -0 $fg'
 kill -TERM $fg; wait $fg; rc=$?
 check "SIGTERM unmounts a foreground mount cleanly" eval '[ $rc -eq 0 ] && ! mounted "$M"'
+
+# a folder copied right before the mount is listed in the tick of its last
+# change: listed again once its time can be trusted (a change in that tick
+# would leave none), which the log tells only with -d; another program's
+# change is logged as one
+rm -rf "$WORK/fresh" && cp -r "$DEMO" "$WORK/fresh"
+"$E" mount -d "$WORK/fresh" "$M" 2>"$WORK/fresh.err" &
+fg=$!
+for i in $(seq 50); do mounted "$M" && [ -d "$M/texts.res" ] && break; sleep 0.1; done
+ls "$M" >/dev/null
+sleep 3
+ls "$M" >/dev/null
+check "a folder listed in the tick of its copy is listed again once its time can be trusted (-d tells)" \
+	grep -q '^eifs: /: read within seconds of its last change on disk; reading it again' "$WORK/fresh.err"
+check "... which is not logged as a change on disk" not grep -q 'changed on disk' "$WORK/fresh.err"
+sleep 2.5 # the folder's time, as the change below moves it, is then not racy either
+printf 'new' > "$WORK/fresh/another-program.txt"
+check "a file another program puts in the folder shows" soon [ -f "$M/another-program.txt" ]
+check "... and the log says the folder changed on disk" grep -q '^eifs: /: changed on disk; reading it again' "$WORK/fresh.err"
+kill -TERM $fg; wait $fg
 # started with no stdin, stdout or stderr (from a service, say): the pipe
 # the daemon reports on must not take one of their numbers
 "$E" mount "$DEMO" "$M" <&- >&- 2>&-; rc=$?

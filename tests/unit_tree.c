@@ -3,9 +3,11 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -731,17 +733,17 @@ Test(tree, reload_after_a_save_shows_the_new_state)
 	expect_contents(t, at(t, "outer.res/inner.mq/q.reg"), "old");
 	cr_assert_eq(tree_unit(at(t, "outer.res/inner.mq/q.reg")), a, "the archive file is the unit");
 	cr_assert_eq(tree_unit(a), a);
-	cr_assert_eq(tree_unit_changed(t, a), 0);
+	cr_assert_eq(tree_unit_changed(t, a), TREE_SAME);
 
 	cr_assert_eq(save_archive(path, &put_op, 1, NULL, &err, NULL), 0, "%s", err.msg);
 	cr_assert_eq(save_archive(path, &ren_op, 1, NULL, &err, NULL), 0, "%s", err.msg);
-	cr_assert_eq(tree_unit_changed(t, a), 1, "the tree sees the file changed");
+	cr_assert_eq(tree_unit_changed(t, a), TREE_CHANGED, "the tree sees the file changed");
 	gen = tree_generation(t);
 	tree_write_lock(t);
 	tree_reload(t, a, 1, NULL);
 	tree_write_unlock(t);
 	cr_assert_gt(tree_generation(t), gen);
-	cr_assert_eq(tree_unit_changed(t, a), 0);
+	cr_assert_eq(tree_unit_changed(t, a), TREE_SAME);
 	expect_contents(t, at(t, "outer.res/inner.mq/q.reg"), "brand new");
 	expect_contents(t, at(t, "outer.res/y.txt"), "outer");
 	cr_assert_null(tree_resolve(t, tree_root(t), "outer.res/x.txt", &e));
@@ -1062,4 +1064,56 @@ Test(tree, copies_of_a_nested_archive_show_a_bounded_number_of_nodes)
 	tree_free(t);
 	g_byte_array_unref(inner);
 	g_free(path);
+}
+
+/* A folder listed, and a loose file seen, in the tick of their last change
+ * are looked at again once their times can be trusted: as racy (a change
+ * in that tick would leave no trace), not as changed, which the mount
+ * would log as another program's change. */
+Test(tree, what_was_read_in_the_tick_of_its_change_is_racy_then_trusted)
+{
+	char *top = dir, *sub = g_build_filename(dir, "fresh", NULL);
+	struct timespec now, when[2];
+	struct tree *t;
+	struct tree_node *root, *loose;
+	enum tree_look folder_look = TREE_SAME, file_look = TREE_SAME;
+	gint64 deadline;
+
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	dir = sub;
+	g_free(put("note.txt", g_byte_array_append(g_byte_array_new(), (const guint8 *)"hi", 2)));
+	/* the folder's time two seconds back: racy when listed, trusted a
+	 * second or so later; the file's change time is now */
+	clock_gettime(CLOCK_REALTIME, &now);
+	when[0] = when[1] = (struct timespec){ .tv_sec = now.tv_sec - 2 };
+	cr_assert_eq(utimensat(AT_FDCWD, sub, when, 0), 0);
+	t = open_tree(sub);
+	root = tree_root(t);
+	loose = child(t, root, "note.txt");
+	cr_assert_eq(tree_unit(loose), root, "a loose file's unit is its folder");
+
+	deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+	while ((folder_look == TREE_SAME || file_look == TREE_SAME) && g_get_monotonic_time() < deadline) {
+		if (folder_look == TREE_SAME)
+			folder_look = tree_unit_changed(t, root);
+		if (file_look == TREE_SAME)
+			file_look = tree_plain_changed(t, loose);
+		g_usleep(50 * 1000);
+	}
+	cr_assert_eq(folder_look, TREE_RACY, "the listing, made in its tick, is looked at again as racy");
+	cr_assert_eq(file_look, TREE_RACY, "the file, seen in its tick, is looked at again as racy");
+
+	tree_write_lock(t);
+	tree_reload(t, root, 1, NULL);
+	tree_write_unlock(t);
+	loose = child(t, tree_root(t), "note.txt");
+	cr_assert_eq(tree_unit_changed(t, tree_root(t)), TREE_SAME, "listed again once trusted: the same");
+	cr_assert_eq(tree_plain_changed(t, loose), TREE_SAME);
+
+	/* a real change is a change, racy or not */
+	g_free(put("note.txt", g_byte_array_append(g_byte_array_new(), (const guint8 *)"hello", 5)));
+	cr_assert_eq(tree_plain_changed(t, loose), TREE_CHANGED);
+	tree_free(t);
+	dir = top;
+	g_free(sub);
 }
