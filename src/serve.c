@@ -403,15 +403,21 @@ static void answer_init(struct serve_loop *l, struct fuse_buf *buf)
 		fuse_session_process_buf(l->se, buf);
 }
 
-/* Until the session ends, or a stop signal came (its handler posts, or,
- * before serve_loop_run took the signals, libfuse's ends the session,
- * seen within a second).  later(ctx), if given, runs SERVE_LATER_MS after
- * the wait began. */
-static void wait_for_end(struct serve_loop *l, void (*later)(void *ctx), void *ctx)
+/* Until the session ends (the reader posts), or a stop signal came.  With
+ * own_signals their handler posts; a signal before they were taken was
+ * libfuse's, which ended the session: seen at the first look.  Without,
+ * libfuse's handler ends the session unposted: seen within a second.  An
+ * idle mount with its own signals wakes no thread.  later(ctx), if given,
+ * runs SERVE_LATER_MS after the wait began. */
+static void wait_for_end(struct serve_loop *l, int own_signals, void (*later)(void *ctx), void *ctx)
 {
 	while (!fuse_session_exited(l->se) && !__atomic_load_n(&l->stop_signal, __ATOMIC_ACQUIRE)) {
 		struct timespec t;
 
+		if (!later && own_signals) {
+			sem_wait(&l->finished); /* EINTR: looked at again */
+			continue;
+		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (later) {
 			t.tv_nsec += SERVE_LATER_MS * 1000000L;
@@ -645,7 +651,7 @@ int serve_loop_run(struct serve_loop *l, void (*meanwhile)(void *ctx), void (*la
 	/* not before: a reader spinning on the other CPU would keep the
 	 * program that waits for the first answers from running */
 	start_spinning(l);
-	wait_for_end(l, later, ctx);
+	wait_for_end(l, own_signals, later, ctx);
 	if (own_signals) {
 		/* the readers still answer while before_stop works */
 		if (__atomic_load_n(&l->stop_signal, __ATOMIC_ACQUIRE))

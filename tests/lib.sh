@@ -90,6 +90,15 @@ cpu_ticks() {
 	sed 's/.*) //' /proc/"$1"/stat 2>/dev/null | awk '{ print $12 + $13 }'
 }
 
+# thread_switches PID: "TID SWITCHES" for each thread of PID, sorted by
+# TID (for join): how often it went to sleep or was put aside so far
+thread_switches() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		awk -v tid="${t##*/}" '/ctxt_switches/ { s += $2 } END { if (NR) print tid, s }' "$t/status" 2>/dev/null
+	done | sort
+}
+
 # daemon_gone PID LOG: true when the daemon PID died on its own; then prints
 # what it logged last but libfuse's request chatter (a crash's reason).
 daemon_gone() {

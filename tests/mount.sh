@@ -345,6 +345,13 @@ if [ "$(nproc)" -gt 1 ]; then
 	# a reader that never slept would use a whole second (100 ticks)
 	check "spin: an idle mount uses no CPU (${t0:-?} -> ${t1:-?} ticks in 1 s)" \
 		eval '[ -n "$t0" ] && [ -n "$t1" ] && [ $((t1 - t0)) -le 3 ]'
+	# once the threads beyond one waiting reader have left (2 s idle), no
+	# thread wakes: no timer, no poll (a laptop's CPU may sleep)
+	sleep 2.5
+	thread_switches "$pid" > "$WORK/idle.before"; sleep 3; thread_switches "$pid" > "$WORK/idle.after"
+	woke=$(join "$WORK/idle.before" "$WORK/idle.after" | awk '$3 != $2 { print $1 ": " $2 " -> " $3 }')
+	check "an idle mount wakes no thread in 3 s (${woke:-none woke})" \
+		eval '[ -s "$WORK/idle.before" ] && [ -z "$woke" ]'
 	do_umount "$M"
 	check "spin: the daemon exits" no_daemon "$M"
 else
