@@ -594,8 +594,12 @@ int fs_refresh(struct fs *fs, struct inode *in, int wait)
 	unit = n ? tree_unit(n) : NULL;
 	if (unit && !saving_unit_of(fs, n)) {
 		look = tree_unit_changed(fs->tree, unit);
-		if (look != TREE_CHANGED)
-			look = MAX(look, tree_plain_changed(fs->tree, n));
+		if (look != TREE_CHANGED) {
+			enum tree_look plain = tree_plain_changed(fs->tree, n);
+
+			if (plain > look)
+				look = plain;
+		}
 	}
 	tree_read_unlock(fs->tree);
 	if (look != TREE_SAME)

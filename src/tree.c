@@ -2184,8 +2184,12 @@ enum tree_look tree_unit_changed(struct tree *t, struct tree_node *unit)
 		look = stat(path, &st) < 0 || !same_time(&st.st_mtim, &d->stamp) ? TREE_CHANGED
 		       : d->racy && !racy(&d->stamp) ? TREE_RACY : TREE_SAME;
 		g_free(path);
-		for (uint32_t i = 0; look != TREE_CHANGED && i < d->archive_named_count; i++)
-			look = MAX(look, tree_plain_changed(t, &d->child[d->archive_named[i]]));
+		for (uint32_t i = 0; look != TREE_CHANGED && i < d->archive_named_count; i++) {
+			enum tree_look child = tree_plain_changed(t, &d->child[d->archive_named[i]]);
+
+			if (child > look)
+				look = child;
+		}
 		return look;
 	}
 	return archive_changed(unit->src);
