@@ -235,7 +235,7 @@ uint64_t fs_made_cookie(const struct inode *in)
 	 * whose number it has: a listing that goes on after it finds the
 	 * folder once, also when a file saved in it meanwhile made it the
 	 * archive's, or its last file went */
-	return (__atomic_load_n(&in->ino, __ATOMIC_RELAXED) >> 1) | 1;
+	return tree_ino_cookie(__atomic_load_n(&in->ino, __ATOMIC_RELAXED));
 }
 
 static gint by_cookie(gconstpointer a, gconstpointer b)

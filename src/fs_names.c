@@ -470,10 +470,11 @@ again:
 		rc = -(pn ? err : ENOENT);
 	else if (!fs->writable)
 		rc = -EROFS;
-	else if (n->kind == NODE_VIEW && view_is_editable(n->view)) {
-		revert_view(fs, pin, n->name);
-	} else if (n->kind == NODE_VIEW) {
-		rc = -EPERM;
+	else if (n->kind == NODE_VIEW) {
+		/* it stays while its source does: an edit of it is undone, and
+		 * rm -r, which meets views first, goes on to their sources */
+		if (view_is_editable(n->view))
+			revert_view(fs, pin, n->name);
 	} else if (n->kind != NODE_PLAIN && (rc = fs_may_change(fs, n)) < 0) {
 		;
 	} else {

@@ -58,6 +58,15 @@ static int in_copy(const struct tree_node *n)
 	return (n->kind == NODE_ARCHIVE || n->kind == NODE_VDIR) && n->via_copy;
 }
 
+/* The top bit of a view's inode number, clear in every other one.  cp -r
+ * and mv copy a directory in the order of its inode numbers, so they make
+ * a source before its views: a view's name is then taken when cp comes
+ * to it, rather than stored as an entry of its own.  Listings, in the
+ * order of tree_dir_cookie, show views first instead: rm -r removes them
+ * (which leaves them: fs_unlink), then their sources, and the directory
+ * is empty. */
+#define VIEW_INO_BIT ((uint64_t)1 << 63)
+
 static uint64_t node_ino(uint64_t parent_ino, const char *name)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ parent_ino;
@@ -65,6 +74,7 @@ static uint64_t node_ino(uint64_t parent_ino, const char *name)
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
 		h = (h ^ *p) * 0x100000001b3ull;
 	h ^= h >> 29;
+	h &= ~VIEW_INO_BIT;
 	return h <= 1 ? h + 2 : h; /* 0 is invalid, 1 is the root */
 }
 
@@ -448,7 +458,8 @@ static void unique_cookies(struct tree_dir *d)
 			uint32_t h;
 
 			for (uint64_t salt = 1;; salt++) {
-				n->ino = node_ino(n->parent->ino + salt * 0x9E3779B97F4A7C15ull, n->name);
+				n->ino = node_ino(n->parent->ino + salt * 0x9E3779B97F4A7C15ull, n->name)
+					 | (n->kind == NODE_VIEW ? VIEW_INO_BIT : 0);
 				h = cookie_slot(d, seen, mask, tree_dir_cookie(n));
 				if (!seen[h])
 					break;
@@ -594,6 +605,7 @@ static void add_views(struct tree *t, struct tree_dir *d, struct tree_node *dir)
 			n = dir_next_child(d); /* may move the children: src after it */
 			src = &d->child[v->source];
 			node_init(d, n, dir, v->name);
+			n->ino |= VIEW_INO_BIT;
 			n->kind = NODE_VIEW;
 			n->view = (uint8_t)v->type;
 			n->source = v->source;
@@ -1645,10 +1657,16 @@ uint64_t tree_child_ino(uint64_t parent_ino, const char *name)
 	return node_ino(parent_ino, name);
 }
 
+uint64_t tree_ino_cookie(uint64_t ino)
+{
+	/* positive as an off_t, and odd: never 0; one to one with the
+	 * inode numbers but for their lowest bit, with views first */
+	return ((ino ^ VIEW_INO_BIT) >> 1) | 1;
+}
+
 uint64_t tree_dir_cookie(const struct tree_node *child)
 {
-	/* positive as an off_t, and odd: never 0 */
-	return (child->ino >> 1) | 1;
+	return tree_ino_cookie(child->ino);
 }
 
 struct by_cookie {

@@ -193,9 +193,11 @@ int tree_children(struct tree *t, struct tree_node *n, const struct tree_dir **o
 
 /* A listing position that means the same after the directory is read
  * again (a reload rebuilds the children in another order): children are
- * listed by cookie, a function of their inode number, and a listing goes
- * on after the last cookie it returned.  Never 0. */
+ * listed by cookie, a function of their inode number (views first), and
+ * a listing goes on after the last cookie it returned.  Never 0. */
 uint64_t tree_dir_cookie(const struct tree_node *child);
+/* The cookie of a child numbered ino. */
+uint64_t tree_ino_cookie(uint64_t ino);
 
 /* The inode number a child called name of a node numbered parent_ino
  * gets: the number a folder made before its first entry keeps after. */

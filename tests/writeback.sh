@@ -1037,6 +1037,50 @@ if command -v strace >/dev/null; then
 fi
 
 # ---- read-only archives stay so ---------------------------------------------------------------
+# Folders whose files have views, handled whole: a listing shows the views
+# first (rm -r removes them, which leaves them, then their sources), and
+# their inode numbers come after the others' (cp -r and mv copy in that
+# order: a source first, so that its view's name is taken, not stored)
+do_mount "$G" "$M"
+mkdir "$M/texts.res/vw"
+cp "$M/textures.res/cursor.mmp" "$M/textures.res/ui_button.mmp" "$M/quests.res/z1q1.mq/z1q1/quest.reg" "$M/texts.res/vw/"
+printf 'строка' > "$M/texts.res/vw/UNIT vw"
+ls -f "$M/texts.res/vw" | grep -v '^\.\.\?$' > "$WORK/vw.ls"
+stat -c '%i %n' "$M/texts.res/vw"/* > "$WORK/vw.ino"
+views_first() { # the views (.png .ini .txt) listed before every other name
+	awk '/\.(png|ini|txt)$/ { if (other) bad = 1; views++; next } { other++ } END { exit bad || views != 4 || other != 4 }' "$WORK/vw.ls"
+}
+views_numbered_last() { # every view's inode number above every other's
+	python3 - "$WORK/vw.ino" <<'PY'
+import re, sys
+rows = [l.split(' ', 1) for l in open(sys.argv[1]).read().splitlines()]
+views = [int(i) for i, n in rows if re.search(r'\.(png|ini|txt)$', n)]
+others = [int(i) for i, n in rows if not re.search(r'\.(png|ini|txt)$', n)]
+sys.exit(not (len(views) == 4 and len(others) == 4 and min(views) > max(others)))
+PY
+}
+check "a listing shows a folder's views before its other names" views_first
+check "... and the views' inode numbers come after the others'" views_numbered_last
+rm "$M/texts.res/vw/cursor.png"; rc=$?
+check "rm of a PNG view succeeds and leaves it, and its source" \
+	eval '[ $rc -eq 0 ] && [ -s "$M/texts.res/vw/cursor.png" ] && cmp -s "$M/texts.res/vw/cursor.mmp" "$M/textures.res/cursor.mmp"'
+stored_names() { # stored_names ARCHIVE: its entries' names, one a line (offline)
+	rm -rf "$WORK/x" && "$E" extract "$G/$1" "$WORK/x" >/dev/null && (cd "$WORK/x" && find . -type f | sort)
+}
+cp -r "$M/texts.res/vw" "$M/figures.res/vwcopy" 2>"$WORK/cp.err"
+check "cp -r of it into another archive stores its files and none of its views" \
+	eval '[ "$(stored_names figures.res | grep "^./vwcopy/" | sort | tr "\n" " ")" = "./vwcopy/UNIT vw ./vwcopy/cursor.mmp ./vwcopy/quest.reg ./vwcopy/ui_button.mmp " ]'
+check "... the views' names being taken when cp came to them (File exists)" \
+	eval '[ "$(grep -c "File exists" "$WORK/cp.err")" = 4 ] && [ "$(wc -l < "$WORK/cp.err")" = 4 ]'
+check "... the copies are the files" eval 'for f in cursor.mmp ui_button.mmp quest.reg "UNIT vw"; do cmp -s "$M/texts.res/vw/$f" "$M/figures.res/vwcopy/$f" || exit 1; done'
+mkdir "$M/figures.res/vwcopy2"
+check "cp -rn of its contents into a folder of another archive: no error" cp -rn "$M/texts.res/vw/." "$M/figures.res/vwcopy2/"
+check "... and the views there are those of the copies" cmp -s "$M/texts.res/vw/quest.ini" "$M/figures.res/vwcopy2/quest.ini"
+check "rm -r of a folder whose files have views (no -f)" rm -r "$M/texts.res/vw" "$M/figures.res/vwcopy" "$M/figures.res/vwcopy2"
+check "... the folders are gone from the mount" eval '[ ! -e "$M/texts.res/vw" ] && [ ! -e "$M/figures.res/vwcopy" ]'
+check "... and from the archives" eval '! stored_names texts.res | grep -q "^./vw/" && ! stored_names figures.res | grep -q "^./vwcopy"'
+check "... which check clean" eval 'clean texts.res && clean figures.res'
+do_umount "$M"
 chmod 444 "$G/figures.res"
 do_mount "$G" "$M"
 sum=$(md5sum < "$G/figures.res")
