@@ -321,6 +321,19 @@ static int as_it_began(struct fs *fs, struct inode *in, struct edit *e)
 	return same;
 }
 
+int fs_may_retry(struct fs *fs, struct inode *in, struct edit *e)
+{
+	int began;
+
+	if (!may_pass(edit_error(e, NULL)))
+		return -1;
+	refresh_above(fs, in); /* an archive readable again is one again */
+	began = as_it_began(fs, in, e);
+	if (began == 1)
+		edit_retry(e);
+	return began;
+}
+
 /* Files written through the mount whose last save failed of a cause that
  * may have gone get one more try before the unmount drops their text. */
 static void retry_unsaved(struct fs *fs)
@@ -333,20 +346,14 @@ static void retry_unsaved(struct fs *fs)
 	for (guint i = 0; i < unsaved->len; i++) {
 		struct inode *in = g_ptr_array_index(unsaved, i);
 		struct edit *e = fs_edit_get(fs, in);
-		int err = e ? edit_error(e, NULL) : 0;
+		int began = e ? fs_may_retry(fs, in, e) : -1;
 
-		if (e && may_pass(err)) {
-			refresh_above(fs, in); /* an archive readable again is one again */
-			int began = as_it_began(fs, in, e);
-
-			if (began == 1) {
-				edit_retry(e);
-				if (fs_save(fs, in, e) >= 0)
-					log_inode(fs, LOG_NOTICE, in, "saved at the unmount, after a failed save");
-			} else if (began == 0) {
-				log_inode(fs, LOG_WARNING, in, "not tried again at the unmount: its entry changed on "
-					  "disk since it was opened or last saved, and is kept as it is");
-			}
+		if (began == 1) {
+			if (fs_save(fs, in, e) >= 0)
+				log_inode(fs, LOG_NOTICE, in, "saved at the unmount, after a failed save");
+		} else if (began == 0) {
+			log_inode(fs, LOG_WARNING, in, "not tried again at the unmount: its entry changed on "
+				  "disk since it was opened or last saved, and is kept as it is");
 		}
 		if (e)
 			edit_unref(e);

@@ -99,6 +99,8 @@ struct handle {
 				    * close saves (a loose file: read again) */
 	int truncated;             /* its open emptied the file: saved when
 				    * released, if no close saved it before */
+	int retry;                 /* the file's last save failed before this
+				    * open: its first close or fsync tries again */
 	int read_open;             /* counted by inode_opened, until release */
 	int own_bytes;             /* opened in a replacement's place: reads give
 				    * the bytes kept above, past the page cache */

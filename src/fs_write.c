@@ -668,6 +668,7 @@ void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_
 			h->edit = e;
 			h->truncated = (fi->flags & O_TRUNC) != 0;
 			h->size_max = fs_size_max(n);
+			h->retry = edit_error(e, NULL) != 0;
 		}
 	}
 	tree_read_unlock(fs->tree);
@@ -722,6 +723,13 @@ static int save_handle(struct fs *fs, struct handle *h)
 	return rc < 0 ? rc : 0;
 }
 
+/* The first close or fsync of an open made after the file's save failed
+ * tries that save again, where it may pass now (fs_may_retry): 1 then. */
+static int retry_readied(struct fs *fs, struct handle *h)
+{
+	return __atomic_exchange_n(&h->retry, 0, __ATOMIC_ACQ_REL) && fs_may_retry(fs, h->inode, h->edit) == 1;
+}
+
 /* Every close(2) of a descriptor of the file flushes, also the close of
  * a duplicate (a shell's `> file` opens, dup2s and closes before it
  * writes): a file only truncated by its open is saved when released. */
@@ -738,7 +746,10 @@ void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (h && h->fd >= 0)
 		fs_loose_written(fs, h);
-	fuse_reply_err(req, h && h->edit && __atomic_load_n(&h->wrote, __ATOMIC_ACQUIRE) ? -save_handle(fs, h) : 0);
+	if (h && h->edit && (retry_readied(fs, h) || __atomic_load_n(&h->wrote, __ATOMIC_ACQUIRE)))
+		fuse_reply_err(req, -save_handle(fs, h));
+	else
+		fuse_reply_err(req, 0);
 }
 
 /* A loose file written through the mount is what its folder shows, with
@@ -760,8 +771,10 @@ void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 	if (h && h->fd >= 0) {
 		rc = (datasync ? fdatasync(h->fd) : fsync(h->fd)) < 0 ? -errno : 0;
 		fs_loose_written(fs, h);
-	} else if (h && h->edit)
+	} else if (h && h->edit) {
+		retry_readied(fs, h);
 		rc = save_handle(fs, h);
+	}
 	fuse_reply_err(req, -rc);
 }
 

@@ -31,6 +31,12 @@ int fs_saving_at(struct fs *fs, const char *path);
  * for an editor's temporary (kept in memory, not saved), or a negative
  * errno (the failure logged once and kept for the status file). */
 int fs_save(struct fs *fs, struct inode *in, struct edit *e);
+/* Readies e's last failed save to be tried again, where its cause may
+ * have gone (a full disk, an archive being rewritten) and in's source
+ * still holds what e began from (1); 0 when another program changed it
+ * since (a save would undo that), -1 for a cause that stays or a source
+ * not known.  No lock held. */
+int fs_may_retry(struct fs *fs, struct inode *in, struct edit *e);
 /* The digest of the bytes n (a view: its source) holds now; 0 or -errno
  * (EFBIG over VIEW_MAX_TEXT_SOURCE).  Read lock. */
 int fs_source_digest(struct fs *fs, const struct tree_node *n, struct edit_digest *d);

@@ -193,7 +193,7 @@ static int as_expected(struct tree *t, struct tree_node *node, const struct save
 	int same;
 
 	if (!node)
-		return fail(err, ESTALE, "%s: removed since it was opened for writing; not saved again", op->path);
+		return fail(err, EIO, "%s: removed since it was opened for writing; not saved again", op->path);
 	buf = g_try_malloc(size + 1);
 	if (!buf)
 		return fail(err, ENOMEM, "%s: no memory to compare its %llu bytes", op->path, (unsigned long long)size);
@@ -332,8 +332,11 @@ static int save_locked(const char *file, int fd, const struct save_op *ops, size
 	struct work w = { 0 };
 
 	w.tree = tree_open(file, &open_err);
+	/* a damaged archive (another program in the middle of rewriting
+	 * it) is EIO, as any read of it: EINVAL says the text is at fault */
 	if (!w.tree)
-		return fail(err, open_err, "cannot read the archive: %s", strerror(open_err));
+		return fail(err, open_err == EINVAL ? EIO : open_err, "cannot read the archive: %s",
+			    strerror(open_err));
 	w.changes = g_array_new(FALSE, TRUE, sizeof(struct res_change));
 	w.names = g_ptr_array_new_with_free_func(string_free);
 	w.bufs = g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);

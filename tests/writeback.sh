@@ -535,6 +535,36 @@ check "a save that failed, its entry then changed by another program ..." grep -
 do_umount "$M"; no_daemon "$M"
 check "... is not tried at the unmount over that change" eval 'holds texts.res/held.txt "from another program" && clean texts.res'
 do_mount "$G" "$M"
+# tried again by the first close or fsync of a new open, which need not write
+new_open() { # new_open FILE close|fsync: opens FILE for writing, writes nothing; prints ok or the errno name
+	python3 - "$1" "$2" <<'PY'
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    if sys.argv[2] == "fsync":
+        os.fsync(fd)
+    os.close(fd)
+    print("ok")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+PY
+}
+# back_again: the mount sees the restored archive as one (see above)
+back_again() { restore_archive; cat "$M/texts.res" > /dev/null 2>&1; ls "$M" > /dev/null; }
+cat "$M/texts.res/held.txt" > /dev/null
+close_while_unreadable 'v8 written'
+back_again
+check "a save that failed (EIO at the close) ..." eval 'grep -qx EIO "$WORK/held.out" && holds texts.res/held.txt "from another program"'
+check "... is tried again by the close of a new open that writes nothing" eval '[ "$(new_open "$M/texts.res/held.txt" close)" = ok ] && holds texts.res/held.txt "v8 written" && clean texts.res'
+check "... and the status file no longer names it" not grep -q held.txt "$M/.eifs-status"
+close_while_unreadable 'v9 written'
+back_again
+check "... by the fsync of a new open, too" eval '[ "$(new_open "$M/texts.res/held.txt" fsync)" = ok ] && holds texts.res/held.txt "v9 written"'
+close_while_unreadable 'v10 written'
+back_again
+printf 'another program again' | "$E" put "$G/texts.res/held.txt" -
+check "... but not over another program's change since: that close saves nothing" \
+	eval '[ "$(new_open "$M/texts.res/held.txt" close)" = ok ] && holds texts.res/held.txt "another program again"'
 rm "$M/texts.res/held.txt"
 
 # concurrent savers: the mount and eifs put, serialised by the file lock
