@@ -9,7 +9,7 @@
 struct format_error {
 	int code;
 	uint64_t offset;
-	char msg[160];
+	char msg[400]; /* a path and the reason after it: cut short, the reason is lost */
 };
 
 /* Fills err (which may be NULL) and returns -1, so that a parser can say

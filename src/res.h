@@ -15,7 +15,7 @@ enum { RES_HEADER_SIZE = 16, RES_ENTRY_SIZE = 22 };
 struct res_error {
 	int code;
 	uint64_t offset;
-	char msg[160];
+	char msg[400]; /* a path and the reason after it: cut short, the reason is lost */
 };
 
 struct res_header {

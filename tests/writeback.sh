@@ -372,6 +372,7 @@ check "... and the archive is still untouched" [ "$(md5sum < "$G/quests.res")" =
 sed 's/^exp=.*/exp=1/' "$M/$Q/quest.ini" > "$M/$Q/quest.ini" 2>/dev/null
 check "sed x.ini > x.ini (emptied by the shell first) leaves the REG as it was" \
 	eval '[ "$(md5sum < "$G/quests.res")" = "$sum" ] && grep -q "^$Q/quest.ini	Invalid argument	.*holds nothing" "$M/.eifs-status"'
+check "... the status file gives the reason whole, to its last word" grep -q "shows the source's text again)\$" "$M/.eifs-status"
 rm "$M/$Q/quest.ini"
 check "... and rm of the view brings its text back" eval 'grep -qx "exp=4321" "$M/$Q/quest.ini" && [ ! -s "$M/.eifs-status" ]'
 # the same through an editor's rename: sed -i's temporary renamed over the
