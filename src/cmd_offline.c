@@ -737,8 +737,11 @@ static unsigned check_archive_named(struct tree *t, struct tree_node *c)
 	p = tree_path(c);
 	if (got < 0)
 		printf("%s: cannot be opened: %s\n", p, strerror((int)-got));
+	else if (c->depth + 1 > TREE_MAX_DEPTH)
+		printf("%s: not checked: an archive nested deeper than %d levels, which eifs does not open\n", p,
+		       TREE_MAX_DEPTH);
 	else
-		printf("%s: has the RES magic but cannot be opened as an archive\n", p);
+		printf("%s: has the RES magic but cannot be opened as an archive (the log says why)\n", p);
 	g_free(p);
 	return 1;
 }
@@ -783,7 +786,7 @@ int cmd_check(int argc, char **argv)
 			status = t ? EXIT_PROBLEMS : EXIT_NO_SOURCE;
 		} else if (!tree_is_dir(a)) {
 			fprintf(stderr, "eifs: %s: not an archive or a folder\n", argv[i]);
-			status = EXIT_PROBLEMS;
+			status = EXIT_NO_SOURCE;
 		} else if (a->kind == NODE_ARCHIVE ? check_archive(t, a) : check_tree(t, a)) {
 			status = EXIT_PROBLEMS;
 		}

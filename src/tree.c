@@ -554,13 +554,17 @@ static int build_log_ok(struct build_log *bl)
 static int probe_archive(int fd, uint64_t off, uint64_t len, const char *what,
 			 const char *consequence, int priority, struct build_log *bl)
 {
-	unsigned char hdr[RES_HEADER_SIZE];
+	unsigned char hdr[RES_HEADER_SIZE] = { 0 };
 	struct res_header h;
 	struct res_error err = { 0 };
+	size_t got = len < sizeof hdr ? (size_t)len : sizeof hdr;
 
-	if (len < RES_HEADER_SIZE || io_pread_all(fd, hdr, sizeof hdr, off) < 0 || !res_is_magic(hdr, 4))
+	if (got < 4 || io_pread_all(fd, hdr, got, off) < 0 || !res_is_magic(hdr, 4))
 		return 1; /* not an archive at all: a plain file, nothing to say */
-	if (res_header_decode(hdr, len, &h, &err) < 0) {
+	if (got < sizeof hdr) /* the magic, and the header cut short */
+		res_fail(&err, EINVAL, 0, "truncated header: %llu bytes, need %d", (unsigned long long)len,
+			 RES_HEADER_SIZE);
+	if (err.code || res_header_decode(hdr, len, &h, &err) < 0) {
 		if (build_log_ok(bl))
 			log_msg(priority, "%s: offset %llu: %s (%s); %s", what,
 				(unsigned long long)err.offset, err.msg, strerror(err.code), consequence);

@@ -198,4 +198,24 @@ if [ -w /dev/full ]; then
 	done
 fi
 
+# check: a header cut short says so; a file that is no archive is 66, as
+# a source that is none; an archive past the depth eifs opens is named so
+mkdir -p "$WORK/short"
+head -c 10 "$DEMO/texts.res" > "$WORK/short/cut.res"
+"$E" check "$WORK/short/cut.res" > "$WORK/cut.out" 2>&1; rc=$?
+check "check of an archive whose header is cut short: 66, saying so" \
+	eval '[ $rc -eq 66 ] && grep -q "offset 0: truncated header: 10 bytes, need 16" "$WORK/cut.out" && ! grep -q "no 3C E2 9C 01 magic" "$WORK/cut.out"'
+"$E" ls "$WORK/short" > /dev/null 2> "$WORK/cut.err"
+check "... a folder holding it lists it as a file, with a warning" grep -q "cut.res: offset 0: truncated header: 10 bytes, need 16.*shown as a file" "$WORK/cut.err"
+"$E" check "$DEMO/readme.txt" > /dev/null 2>&1; rc=$?
+check "check of a file that is no archive exits 66" [ $rc -eq 66 ]
+mkdir -p "$WORK/nest/d1" && echo leaf > "$WORK/nest/d1/leaf.txt"
+for i in $(seq 1 18); do
+	"$E" pack "$WORK/nest/d$i" "$WORK/nest/n$i.mod" > /dev/null && mkdir -p "$WORK/nest/d$((i + 1))" && mv "$WORK/nest/n$i.mod" "$WORK/nest/d$((i + 1))/"
+done
+"$E" pack "$WORK/nest/d19" "$WORK/nest/top.res" > /dev/null
+"$E" check "$WORK/nest/top.res" > "$WORK/nest.out" 2>&1
+check "check of archives nested 19 deep names the one past the limit as not checked" \
+	eval '[ "$(grep -c ": 1 entries, ok" "$WORK/nest.out")" -eq 17 ] && grep -q "n2.mod: not checked: an archive nested deeper than 16 levels" "$WORK/nest.out"'
+
 finish
