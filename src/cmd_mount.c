@@ -939,6 +939,8 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 	made = NULL;
 	view_cache_read_ahead(fs.views, fs.tree);
 	fs_start(&fs, se);
+	if (!m->single_thread) /* -s: one thread, and changes seen at the next look */
+		fs_watch_start(&fs);
 	set_convert_delay(&fs);
 	set_notify_delay(&fs);
 	/* the loops return 0 when an unmount or a signal ended them (-s:
@@ -956,6 +958,8 @@ static int mount_and_serve(struct mount_args *m, int helper_form, int *to_parent
 out:
 	tell_src_state(&g, SRC_NOT_OPENED);
 	serve_loop_free(loop);
+	if (fs.inodes)
+		fs_watch_stop(&fs); /* its reloads tell the session, which ends now */
 	end_mounting(&g);
 	if (made) {
 		remove_made(made_in, made);

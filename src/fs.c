@@ -366,6 +366,7 @@ static void retry_unsaved(struct fs *fs)
  * set up. */
 void fs_stop(struct fs *fs)
 {
+	fs_watch_stop(fs);
 	fs_end_notices(fs, NULL, NULL);
 	end_opens(fs);
 	retry_unsaved(fs);

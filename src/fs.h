@@ -52,6 +52,10 @@ struct fs {
 	 * drops the releases still queued, whose saves fs_stop runs */
 	pthread_mutex_t opens_lock;
 	struct handle *opens;
+	/* Acts on changes the kernel tells of (fs_watch.c) */
+	pthread_t watcher;
+	int watcher_running;
+	int watcher_stop;
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;
@@ -159,6 +163,12 @@ void fs_move(struct fs *fs, const struct fs_move *move);
  * file, in place); reloads if so (returns 1 then).  wait: the kernel is
  * told before it returns (not from a lookup: see reload_changed). */
 int fs_refresh(struct fs *fs, struct inode *in, int wait);
+
+/* A thread that reads again, and tells the kernel of, what another
+ * program changed in the source as soon as the kernel tells of it
+ * (fs_watch.c); none where changes are not watched. */
+void fs_watch_start(struct fs *fs);
+void fs_watch_stop(struct fs *fs);
 
 /* Kernel cache invalidations, sent by a thread of their own (the kernel
  * may hold locks the request in progress needs). */

@@ -58,6 +58,8 @@ static int in_copy(const struct tree_node *n)
 	return (n->kind == NODE_ARCHIVE || n->kind == NODE_VDIR) && n->via_copy;
 }
 
+static int arm_watch(struct tree_source *s);
+
 /* The top bit of a view's inode number, clear in every other one.  cp -r
  * and mv copy a directory in the order of its inode numbers, so they make
  * a source before its views: a view's name is then taken when cp comes
@@ -694,6 +696,9 @@ static void folder_child(struct tree *t, struct tree_node *n, const char *path, 
 			n->table = NULL;
 			n->src = source_new(t, fd, path, st);
 			n->mode = dir_mode(st->st_mode, n->src->writable);
+			/* a change to it is then told (fs_watch.c), also
+			 * before anything in it is opened */
+			arm_watch(n->src);
 			return;
 		}
 		if (fd >= 0)
@@ -2158,6 +2163,21 @@ static int arm_once(struct tree_source *s, int wd, int watched)
 	return 1;
 }
 
+/* Arms s's watch, the first time: 1 when armed, -1 when it cannot be. */
+static int arm_watch(struct tree_source *s)
+{
+	int watched = __atomic_load_n(&s->watched, __ATOMIC_ACQUIRE);
+
+	if (!watched) {
+		int wd = watch_file(s->path);
+
+		watched = wd >= 0 ? 1 : -1;
+		if (!arm_once(s, wd, watched))
+			watched = __atomic_load_n(&s->watched, __ATOMIC_ACQUIRE);
+	}
+	return watched;
+}
+
 /* Looks at the file only when the kernel told of a change since it last
  * did (or cannot tell), or a second after: the watch is armed before the
  * look, and the generation read before it, so a change after the look
@@ -2173,11 +2193,7 @@ static enum tree_look archive_changed(struct tree_source *s)
 	    && now < __atomic_load_n(&s->fresh_until, __ATOMIC_RELAXED))
 		return TREE_SAME;
 	if (!watched) {
-		int wd = watch_file(s->path);
-
-		watched = wd >= 0 ? 1 : -1;
-		if (!arm_once(s, wd, watched))
-			watched = __atomic_load_n(&s->watched, __ATOMIC_ACQUIRE);
+		watched = arm_watch(s);
 		generation = watch_generation();
 	}
 	look = stat(s->path, &st) < 0 || !tree_same_stamp(&st, &s->stamp) ? TREE_CHANGED
@@ -2215,6 +2231,34 @@ enum tree_look tree_unit_changed(struct tree *t, struct tree_node *unit)
 		return look;
 	}
 	return archive_changed(unit->src);
+}
+
+/* The folders below n (n among them) and the files in them, as far as
+ * they were listed. */
+static void each_changed_below(struct tree *t, struct tree_node *n, void (*fn)(struct tree_node *n, void *ctx),
+			       void *ctx)
+{
+	const struct tree_dir *d = __atomic_load_n(&n->dir, __ATOMIC_ACQUIRE);
+
+	if (tree_unit_changed(t, n) != TREE_SAME)
+		fn(n, ctx);
+	for (uint32_t i = 0; d && i < d->count; i++) {
+		struct tree_node *c = &d->child[i];
+
+		if (c->kind == NODE_FOLDER)
+			each_changed_below(t, c, fn, ctx);
+		else if ((c->kind == NODE_ARCHIVE && tree_unit_changed(t, c) != TREE_SAME)
+			 || (c->kind == NODE_PLAIN && tree_plain_changed(t, c) != TREE_SAME))
+			fn(c, ctx);
+	}
+}
+
+void tree_each_changed(struct tree *t, void (*fn)(struct tree_node *n, void *ctx), void *ctx)
+{
+	if (t->root.kind == NODE_FOLDER)
+		each_changed_below(t, &t->root, fn, ctx);
+	else if (tree_unit_changed(t, &t->root) != TREE_SAME)
+		fn(&t->root, ctx);
 }
 
 /* Reads an archive file's identity again, opening it anew when another

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@ static int inotify_fd = -1;          /* set once, under init_lock */
 static int init_error;               /* -errno of a failed set-up: not tried again */
 static uint64_t generation;          /* 0 until set up */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static sem_t changed;                /* posted by every event (watch_wait) */
 /* watch_file calls not yet forgotten, by the file's watch descriptor (one
  * inode has one, however many times or names it is watched by); folders
  * stay watched: they are shared and few */
@@ -59,6 +61,7 @@ static void on_event(int sig, siginfo_t *info, void *context)
 		while (read(fd, buf, sizeof buf) > 0)
 			;
 	__atomic_add_fetch(&generation, 1, __ATOMIC_SEQ_CST);
+	sem_post(&changed); /* async-signal-safe */
 	errno = saved;
 }
 
@@ -76,6 +79,7 @@ void watch_start(void)
 	struct sigaction sa = { .sa_sigaction = on_event, .sa_flags = SA_SIGINFO | SA_RESTART };
 
 	set_mask(SIG_BLOCK);
+	sem_init(&changed, 0, 0);
 	/* now: a reader takes SIGIO from its first request on */
 	sigemptyset(&sa.sa_mask);
 	watch_signals(&sa.sa_mask);
@@ -98,6 +102,24 @@ void watch_not_reader(void)
 uint64_t watch_generation(void)
 {
 	return __atomic_load_n(&generation, __ATOMIC_SEQ_CST);
+}
+
+int watch_is_started(void)
+{
+	return __atomic_load_n(&started, __ATOMIC_ACQUIRE);
+}
+
+uint64_t watch_wait(uint64_t seen)
+{
+	if (watch_generation() == seen)
+		while (sem_wait(&changed) < 0 && errno == EINTR)
+			;
+	return watch_generation();
+}
+
+void watch_wake(void)
+{
+	sem_post(&changed);
 }
 
 static int set_up_locked(void)

@@ -21,6 +21,15 @@ void watch_start(void);
 /* 0 while nothing is watched; then a count that every event raises. */
 uint64_t watch_generation(void);
 
+/* Whether watch_start was called. */
+int watch_is_started(void);
+
+/* Waits until the generation is other than seen, or watch_wake, or an
+ * event counted already (it may return seen then); returns the generation.
+ * For one thread at a time, after watch_start. */
+uint64_t watch_wait(uint64_t seen);
+void watch_wake(void);
+
 /* Watches a file, the names in its folder and the folders above it.  The
  * file's watch descriptor (>= 0) when armed, to give to watch_forget;
  * -errno when not: no watch_start, no inotify, a symbolic link on the way,
