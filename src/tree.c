@@ -787,6 +787,38 @@ static int hidden_entry(const struct tree *t, const char *path, const struct sta
 	return hidden;
 }
 
+/* Whether the folder at real path "to" holds the one at "here", or is it. */
+static int holds_or_is(const char *to, const char *here)
+{
+	size_t len = strlen(to);
+
+	return strncmp(here, to, len) == 0 && (here[len] == '/' || here[len] == '\0' || len == 1);
+}
+
+/* Whether name in folder dir (at path) is a link to a folder that holds
+ * dir, or one of the folders dir is shown in (a/x -> ../b, b/y -> ../a):
+ * followed, it would show the tree inside itself, again and again, to
+ * find and cp -r.  Logged, as it is not shown. */
+static int links_up(const struct tree *t, const struct tree_node *dir, const char *path, const char *name)
+{
+	char *link = g_build_filename(path, name, NULL);
+	char *to = realpath(link, NULL);
+	int up = 0;
+
+	for (const struct tree_node *n = dir; to && n && !up; n = n->parent) {
+		char *shown = real_path(t, n), *here = realpath(shown, NULL);
+
+		up = here && holds_or_is(to, here);
+		free(here);
+		g_free(shown);
+	}
+	if (up)
+		log_msg(LOG_WARNING, "%s: a link to %s, which holds the folder it is in; not shown", link, to);
+	free(to);
+	g_free(link);
+	return up;
+}
+
 static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **out)
 {
 	char *path = real_path(t, dir);
@@ -815,6 +847,8 @@ static int load_folder(struct tree *t, struct tree_node *dir, struct tree_dir **
 			continue; /* not even a stat: see tree_hidden */
 		if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
 			continue; /* dangling links, devices, sockets: nothing a game reads */
+		if (S_ISDIR(st.st_mode) && de->d_type != DT_DIR && links_up(t, dir, path, de->d_name))
+			continue;
 		g_ptr_array_add(names, g_strdup(de->d_name));
 		g_array_append_val(stats, st);
 	}

@@ -186,8 +186,12 @@ ln -s .. "$WORK/lp/a/up"
 check "check of a folder checks its own archives only" \
 	eval '[ $rc -eq 0 ] && [ "$(cat "$WORK/lp.out")" = "$("$E" check "$DEMO/texts.res" | sed "s|^texts.res:|lp/top.res:|")" ]'
 "$E" ls -R "$WORK/lp" > "$WORK/lp.ls" 2>"$WORK/lp.err"; rc=$?
-check "ls -R lists a link to a folder on its path once, without entering it, with a note" \
-	eval '[ $rc -eq 0 ] && grep -qx "a/up" "$WORK/lp.ls" && ! grep -q "^a/up/" "$WORK/lp.ls" && grep -q "a/up: .*not entered" "$WORK/lp.err" && grep -qx "a/t.res/map.txt" "$WORK/lp.ls"'
+check "ls -R does not show a link to a folder that holds it, and says so" \
+	eval '[ $rc -eq 0 ] && ! grep -q "^a/up" "$WORK/lp.ls" && grep -q "a/up: a link to .*; not shown" "$WORK/lp.err" && grep -qx "a/t.res/map.txt" "$WORK/lp.ls"'
+mkdir -p "$WORK/lp/b" && ln -s ../b "$WORK/lp/a/tob" && ln -s ../a "$WORK/lp/b/toa"
+"$E" ls -R "$WORK/lp" > "$WORK/lp.ls" 2>"$WORK/lp.err"; rc=$?
+check "... nor two links that lead into each other's folders, each shown once" \
+	eval '[ $rc -eq 0 ] && grep -qx "a/tob" "$WORK/lp.ls" && grep -qx "b/toa/t.res" "$WORK/lp.ls" && ! grep -q "^a/tob/toa\|^b/toa/tob" "$WORK/lp.ls"'
 
 # a write error on standard output fails the command, saying why
 if [ -w /dev/full ]; then

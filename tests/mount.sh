@@ -187,6 +187,16 @@ check "an archive another program spoils shows as a file" soon [ -f "$M/texts.re
 cp "$WORK/texts.keep" "$WORK/ext/.texts.new" && mv "$WORK/ext/.texts.new" "$WORK/ext/texts.res" # as a packer saves
 check "... and as a folder again once a whole one is renamed over it, with no listing of its folder" soon [ -f "$M/texts.res/map.txt" ]
 do_umount "$M"
+# links that lead up the tree are not shown: find and cp -r end
+mkdir -p "$WORK/loops/a" "$WORK/loops/b" && echo x > "$WORK/loops/a/x.txt" && cp "$DEMO/texts.res" "$WORK/loops/b/"
+ln -s .. "$WORK/loops/a/up" && ln -s ../b "$WORK/loops/a/tob" && ln -s ../a "$WORK/loops/b/toa"
+do_mount "$WORK/loops" "$M" -o ro
+find "$M" > "$WORK/loops.find" 2> "$WORK/loops.err"; rc=$?
+check "find of a mount whose links lead up the tree or into each other ends, with no error" \
+	eval '[ $rc -eq 0 ] && [ ! -s "$WORK/loops.err" ] && [ "$(wc -l < "$WORK/loops.find")" -lt 100 ]'
+check "... the links that lead elsewhere are followed, those up the tree not shown" \
+	eval '[ -f "$M/a/tob/texts.res/map.txt" ] && [ -f "$M/b/toa/x.txt" ] && [ ! -e "$M/a/up" ] && [ ! -e "$M/a/tob/toa" ]'
+do_umount "$M"
 # started with no stdin, stdout or stderr (from a service, say): the pipe
 # the daemon reports on must not take one of their numbers
 "$E" mount "$DEMO" "$M" <&- >&- 2>&-; rc=$?
