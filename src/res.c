@@ -1,6 +1,7 @@
 #include "res.h"
 
 #include "bigmem.h"
+#include "cp1251.h"
 #include "io.h"
 
 #include <errno.h>
@@ -272,9 +273,12 @@ int res_build_chains(uint32_t n, const char *const *names, const size_t *lens,
 		int64_t i = res_hash(names[k], lens[k], n);
 
 		if (i < 0) {
-			rc = res_fail(err, EINVAL, 0,
-				      "name %u (%.*s) has a negative signed-char hash sum: the game cannot find it",
-				      k, (int)lens[k], names[k]);
+			GString *shown = g_string_new(NULL);
+
+			cp1251_to_utf8(names[k], lens[k], "\r\n", shown); /* one line for the log */
+			rc = res_fail(err, EINVAL, 0, "name %u (%s) has a negative signed-char hash sum: the game cannot find it",
+				      k, shown->str);
+			g_string_free(shown, TRUE);
 			goto out;
 		}
 		if (used[i]) {

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cp1251.h"
+
 struct checker {
 	const struct res_table *t;
 	res_check_report report;
@@ -57,9 +59,12 @@ static void check_entry(struct checker *c, uint32_t i, uint64_t archive_len,
 	}
 	name = res_entry_name(t, i);
 	if (res_hash(name, e->name_len, t->hdr.count) < 0) {
-		problem(c, entry_at(t, i) + 16,
-			"entry %u \"%.*s\": negative signed-char hash sum; the game cannot look it up",
-			i, (int)e->name_len, name);
+		GString *shown = g_string_new(NULL);
+
+		cp1251_to_utf8(name, e->name_len, "\r\n", shown); /* one line for the report */
+		problem(c, entry_at(t, i) + 16, "entry %u \"%s\": negative signed-char hash sum; the game cannot look it up",
+			i, shown->str);
+		g_string_free(shown, TRUE);
 		return;
 	}
 	found = found_by[i];

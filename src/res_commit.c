@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cp1251.h"
 #include "io.h"
 #include "replace.h"
 
@@ -216,9 +217,14 @@ static int storable_name(const char *name, size_t len, size_t k, struct res_erro
 	if (len == 0 || len > RES_NAME_MAX)
 		return res_fail(err, len ? ENAMETOOLONG : EINVAL, 0, "change %zu: a name of %zu bytes cannot be stored",
 			    k, len);
-	if (res_hash(name, len, 1) < 0)
-		return res_fail(err, EINVAL, 0, "\"%.*s\": negative signed-char hash sum; the game could not find it",
-			    (int)len, name);
+	if (res_hash(name, len, 1) < 0) {
+		GString *shown = g_string_new(NULL);
+
+		cp1251_to_utf8(name, len, "\r\n", shown); /* one line for the log */
+		res_fail(err, EINVAL, 0, "\"%s\": negative signed-char hash sum; the game could not find it", shown->str);
+		g_string_free(shown, TRUE);
+		return -1;
+	}
 	return 0;
 }
 

@@ -378,4 +378,11 @@ echo "crash loop: $iterations puts killed after 0.3-$((span / 1000)) ms: $olds l
 check "$iterations killed puts: every state checks clean and is the old or the new version" [ $bad -eq 0 ]
 check "the kills hit before and after the switch" eval '[ $olds -gt 0 ] && [ $news -gt 0 ]'
 
+# a name the game cannot find (a negative signed-char hash sum: Cyrillic
+# letters are negative bytes) is refused, named in UTF-8 as the mount shows it
+cp "$DEMO/texts.res" "$WORK/neg.res"
+echo hi | "$E" put "$WORK/neg.res/Тест" - 2> "$WORK/neg.err"; rc=$?
+check "put of a name with a negative hash sum fails, naming it as shown" \
+	eval '[ $rc -eq 1 ] && grep -q "\"Тест\": negative signed-char hash sum" "$WORK/neg.err" && cmp -s "$DEMO/texts.res" "$WORK/neg.res"'
+
 finish
