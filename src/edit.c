@@ -701,6 +701,16 @@ void edit_snapshot_end(struct edit *e, struct edit_snapshot *s)
 	pthread_mutex_unlock(&e->save_lock);
 }
 
+int edit_failed_as_is(struct edit *e)
+{
+	int as_is;
+
+	pthread_mutex_lock(&e->lock);
+	as_is = e->failed && e->version + 1 == e->failed;
+	pthread_mutex_unlock(&e->lock);
+	return as_is;
+}
+
 int edit_error(struct edit *e, char **msg)
 {
 	int err;

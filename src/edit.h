@@ -136,6 +136,8 @@ void edit_saved(struct edit *e, const struct edit_snapshot *s, const struct iden
 void edit_failed(struct edit *e, const struct edit_snapshot *s, int err, char *msg);
 void edit_snapshot_end(struct edit *e, struct edit_snapshot *s);
 
+/* Whether the last save failed and nothing was written since. */
+int edit_failed_as_is(struct edit *e);
 /* The errno of the last failed save (0: none) and, when msg is not NULL,
  * its reason (g_free it). */
 int edit_error(struct edit *e, char **msg);

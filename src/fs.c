@@ -273,10 +273,18 @@ static void refresh_above(struct fs *fs, struct inode *in)
 {
 	GPtrArray *chain = g_ptr_array_new();
 
-	for (struct inode *a = in; a; a = a->parent)
+	/* parents are read under the lock, and held: a move or a forget
+	 * meanwhile may take one away (a close's retry runs beside them) */
+	tree_read_lock(fs->tree);
+	for (struct inode *a = in; a; a = a->parent) {
+		inode_ref(fs->inodes, a);
 		g_ptr_array_add(chain, a);
+	}
+	tree_read_unlock(fs->tree);
 	for (guint i = chain->len; i-- > 0;)
 		fs_refresh(fs, g_ptr_array_index(chain, i), 0);
+	for (guint i = 0; i < chain->len; i++)
+		inode_unref(fs->inodes, g_ptr_array_index(chain, i));
 	g_ptr_array_free(chain, TRUE);
 }
 
@@ -325,7 +333,8 @@ int fs_may_retry(struct fs *fs, struct inode *in, struct edit *e)
 {
 	int began;
 
-	if (!may_pass(edit_error(e, NULL)))
+	/* not over text written since the failure, which its own close saves */
+	if (!edit_failed_as_is(e) || !may_pass(edit_error(e, NULL)))
 		return -1;
 	refresh_above(fs, in); /* an archive readable again is one again */
 	began = as_it_began(fs, in, e);

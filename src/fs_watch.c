@@ -4,9 +4,9 @@
  * (a day by default): without this, `ls -l` and `stat` of an archive that
  * `eifs put` or a packer rewrote showed the old sizes, times and mode
  * until something in it was opened.  A thread of its own waits for an
- * event, lets a burst of them settle, then looks at every folder, archive
- * and loose file read so far, and reads again the ones that changed, which
- * tells the kernel (fs_refresh). */
+ * event, lets a burst of them settle, then looks at every folder and
+ * archive file the kernel knows, and reads again the ones that changed,
+ * which tells the kernel (fs_refresh). */
 #include "fs.h"
 
 #include <glib.h>
@@ -17,55 +17,100 @@
 
 /* A program that rewrites a file writes it many times: the look waits
  * until events stop for this long (at most SETTLE_MAX_MS in all). */
-enum { SETTLE_MS = 50, SETTLE_MAX_MS = 1000 };
+enum { SETTLE_MS = 50, SETTLE_MAX_MS = 1000, SAVES_MAX_MS = 10000 };
 
-/* The names from the root down to n: a path the inodes can follow. */
-static void collect_changed(struct tree_node *n, void *ctx)
+/* The folders and archive files below folder n (in, its inode), n among
+ * them, that the kernel knows (only their attributes and names can be
+ * stale in its cache), held, into units.  Loose files need none: the
+ * kernel keeps their attributes for a second only.  No look at the disk
+ * here, under the lock: a writer waiting for it would hold up every
+ * request meanwhile. */
+static void known_units_below(struct fs *fs, struct tree_node *n, struct inode *in, GPtrArray *units)
 {
-	GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-
-	for (; n->parent; n = n->parent)
-		g_ptr_array_insert(names, 0, g_strdup(n->name));
-	g_ptr_array_add(ctx, names);
-}
-
-/* The inode the kernel knows at names, with a reference; NULL when it
- * knows none there (nothing of it is cached then). */
-static struct inode *known_inode(struct fs *fs, GPtrArray *names)
-{
-	struct inode *in = inodes_root(fs->inodes);
+	const struct tree_dir *d = __atomic_load_n(&n->dir, __ATOMIC_ACQUIRE);
 
 	inode_ref(fs->inodes, in);
-	for (guint i = 0; in && i < names->len; i++) {
-		struct inode *child = inodes_find_ref(fs->inodes, in, names->pdata[i]);
+	g_ptr_array_add(units, in);
+	for (uint32_t i = 0; d && i < d->count; i++) {
+		struct tree_node *c = &d->child[i];
+		struct inode *cin;
 
-		inode_unref(fs->inodes, in);
-		in = child;
+		if (c->kind != NODE_FOLDER && c->kind != NODE_ARCHIVE)
+			continue;
+		cin = inodes_find_ref(fs->inodes, in, c->name);
+		if (!cin)
+			continue;
+		if (c->kind == NODE_FOLDER) {
+			known_units_below(fs, c, cin, units);
+		} else {
+			inode_ref(fs->inodes, cin);
+			g_ptr_array_add(units, cin);
+		}
+		inode_unref(fs->inodes, cin);
 	}
-	return in;
 }
 
+/* Each unit looks at its file or folder (one stat, under the lock for
+ * that one only) and is read again if it changed, which tells the
+ * kernel. */
 static void refresh_changed(struct fs *fs)
 {
-	GPtrArray *changed = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+	GPtrArray *units = g_ptr_array_new();
+	struct inode *root = inodes_root(fs->inodes);
+	struct tree_node *rn;
 
 	tree_read_lock(fs->tree);
-	tree_each_changed(fs->tree, collect_changed, changed);
-	tree_read_unlock(fs->tree);
-	for (guint i = 0; i < changed->len; i++) {
-		struct inode *in = known_inode(fs, changed->pdata[i]);
-
-		if (in) {
-			fs_refresh(fs, in, 0);
-			inode_unref(fs->inodes, in);
-		}
+	rn = inode_node(fs->inodes, root);
+	if (rn && rn->kind == NODE_FOLDER)
+		known_units_below(fs, rn, root, units);
+	else if (rn) {
+		inode_ref(fs->inodes, root);
+		g_ptr_array_add(units, root);
 	}
-	g_ptr_array_unref(changed);
+	tree_read_unlock(fs->tree);
+	for (guint i = 0; i < units->len && !__atomic_load_n(&fs->watcher_stop, __ATOMIC_ACQUIRE); i++)
+		fs_refresh(fs, units->pdata[i], 0);
+	for (guint i = 0; i < units->len; i++)
+		inode_unref(fs->inodes, units->pdata[i]);
+	g_ptr_array_free(units, TRUE);
 }
 
 static int watcher_stopping(struct fs *fs)
 {
 	return __atomic_load_n(&fs->watcher_stop, __ATOMIC_ACQUIRE);
+}
+
+/* Waits until no event came for SETTLE_MS (SETTLE_MAX_MS at most);
+ * returns the generation then. */
+static uint64_t settled(struct fs *fs, uint64_t seen)
+{
+	uint64_t before;
+	unsigned waited = 0;
+
+	do {
+		before = seen;
+		g_usleep(SETTLE_MS * 1000);
+		waited += SETTLE_MS;
+		seen = watch_generation();
+	} while (seen != before && waited < SETTLE_MAX_MS && !watcher_stopping(fs));
+	return seen;
+}
+
+/* Whether saves were under way, waiting until they are done (at most
+ * SAVES_MAX_MS): a look passes over a unit being saved, and its save
+ * reloads that one but not its folder, which another program may have
+ * changed meanwhile with no event to come. */
+static int waited_for_saves(struct fs *fs)
+{
+	unsigned waited = 0;
+
+	if (!__atomic_load_n(&fs->saving, __ATOMIC_ACQUIRE))
+		return 0;
+	while (__atomic_load_n(&fs->saving, __ATOMIC_ACQUIRE) && waited < SAVES_MAX_MS && !watcher_stopping(fs)) {
+		g_usleep(SETTLE_MS * 1000);
+		waited += SETTLE_MS;
+	}
+	return !watcher_stopping(fs);
 }
 
 static void *watcher_main(void *p)
@@ -74,20 +119,15 @@ static void *watcher_main(void *p)
 	uint64_t seen = watch_generation();
 
 	while (!watcher_stopping(fs)) {
-		uint64_t before;
-		unsigned waited = 0;
+		uint64_t before = seen;
 
-		before = seen;
 		seen = watch_wait(seen);
 		if (seen == before)
 			continue; /* woken to stop, or by an event looked at already */
-		do {
-			before = seen;
-			g_usleep(SETTLE_MS * 1000);
-			waited += SETTLE_MS;
-			seen = watch_generation();
-		} while (seen != before && waited < SETTLE_MAX_MS && !watcher_stopping(fs));
+		seen = settled(fs, seen);
 		if (!watcher_stopping(fs))
+			refresh_changed(fs);
+		if (waited_for_saves(fs))
 			refresh_changed(fs);
 	}
 	return NULL;
@@ -104,6 +144,12 @@ void fs_watch_start(struct fs *fs)
 	/* started with every signal blocked: a stop signal or the watch's
 	 * own goes to the threads that serve requests */
 	sigfillset(&all);
+	/* a fault still reaches the thread that caused it (crash.c) */
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGABRT);
 	pthread_sigmask(SIG_BLOCK, &all, &was);
 	rc = pthread_create(&fs->watcher, NULL, watcher_main, fs);
 	pthread_sigmask(SIG_SETMASK, &was, NULL);

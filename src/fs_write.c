@@ -668,7 +668,9 @@ void fs_open_write(fuse_req_t req, struct fs *fs, struct inode *in, struct tree_
 			h->edit = e;
 			h->truncated = (fi->flags & O_TRUNC) != 0;
 			h->size_max = fs_size_max(n);
-			h->retry = edit_error(e, NULL) != 0;
+			/* an open that empties it makes a new version, which
+			 * its release saves */
+			h->retry = !h->truncated && edit_failed_as_is(e);
 		}
 	}
 	tree_read_unlock(fs->tree);

@@ -2267,34 +2267,6 @@ enum tree_look tree_unit_changed(struct tree *t, struct tree_node *unit)
 	return archive_changed(unit->src);
 }
 
-/* The folders below n (n among them) and the files in them, as far as
- * they were listed. */
-static void each_changed_below(struct tree *t, struct tree_node *n, void (*fn)(struct tree_node *n, void *ctx),
-			       void *ctx)
-{
-	const struct tree_dir *d = __atomic_load_n(&n->dir, __ATOMIC_ACQUIRE);
-
-	if (tree_unit_changed(t, n) != TREE_SAME)
-		fn(n, ctx);
-	for (uint32_t i = 0; d && i < d->count; i++) {
-		struct tree_node *c = &d->child[i];
-
-		if (c->kind == NODE_FOLDER)
-			each_changed_below(t, c, fn, ctx);
-		else if ((c->kind == NODE_ARCHIVE && tree_unit_changed(t, c) != TREE_SAME)
-			 || (c->kind == NODE_PLAIN && tree_plain_changed(t, c) != TREE_SAME))
-			fn(c, ctx);
-	}
-}
-
-void tree_each_changed(struct tree *t, void (*fn)(struct tree_node *n, void *ctx), void *ctx)
-{
-	if (t->root.kind == NODE_FOLDER)
-		each_changed_below(t, &t->root, fn, ctx);
-	else if (tree_unit_changed(t, &t->root) != TREE_SAME)
-		fn(&t->root, ctx);
-}
-
 /* Reads an archive file's identity again, opening it anew when another
  * file took its name (a compaction).  Fails when it is no archive now. */
 static int reopen_archive(struct tree *t, struct tree_node *a, int external, const struct stat *left)

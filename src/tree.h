@@ -168,11 +168,6 @@ enum tree_look tree_unit_changed(struct tree *t, struct tree_node *unit);
  * stat(2).  TREE_SAME for any other node. */
 enum tree_look tree_plain_changed(struct tree *t, const struct tree_node *n);
 
-/* Calls fn for every unit read so far that a look finds changed on disk,
- * or racy: the root, the folders listed, the archives and loose files in
- * them (tree_unit_changed, tree_plain_changed).  Read lock. */
-void tree_each_changed(struct tree *t, void (*fn)(struct tree_node *n, void *ctx), void *ctx);
-
 /* Throws away what was loaded of unit (under the write lock); it is read
  * again on next use.  An archive file that is gone or no longer an archive
  * reloads the folder it was in.  external: another program changed it,

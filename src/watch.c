@@ -25,6 +25,9 @@ static sem_t changed;                /* posted by every event (watch_wait) */
  * stay watched: they are shared and few */
 static GHashTable *file_users;       /* wd -> count, under users_lock */
 static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
+/* the folders armed, with those above them (paths), under users_lock: a
+ * folder of a hundred archives is armed once, not at each of them */
+static GHashTable *armed_folders;
 
 /* A change of the file's bytes, times, mode or link count, or of its name */
 #define FILE_EVENTS (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
@@ -214,15 +217,59 @@ void watch_forget(int wd)
 	pthread_mutex_unlock(&users_lock);
 }
 
+static int folder_armed(const char *dir)
+{
+	int armed;
+
+	pthread_mutex_lock(&users_lock);
+	armed = armed_folders && g_hash_table_contains(armed_folders, dir);
+	pthread_mutex_unlock(&users_lock);
+	return armed;
+}
+
+static void note_folder_armed(const char *dir)
+{
+	pthread_mutex_lock(&users_lock);
+	if (!armed_folders)
+		armed_folders = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_hash_table_add(armed_folders, g_strdup(dir));
+	pthread_mutex_unlock(&users_lock);
+}
+
+/* Arms the folder dir and those above it. */
+static int add_folders(const char *dir)
+{
+	char *at = g_strdup(dir);
+	int rc = add(at, FOLDER_EVENTS | IN_ONLYDIR);
+
+	while (rc == 0 && strcmp(at, "/") != 0) {
+		char *up = g_path_get_dirname(at);
+
+		g_free(at);
+		at = up;
+		rc = add(at, ABOVE_EVENTS | IN_ONLYDIR);
+	}
+	g_free(at);
+	if (rc == 0)
+		note_folder_armed(dir);
+	return rc;
+}
+
 int watch_file(const char *path)
 {
 	char *dir, *real;
-	int rc, wd = -1;
+	int rc, wd = -1, armed;
 
 	if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE))
 		return -ENOSYS;
-	if (path[0] != '/' || !changes_seen_here(path))
+	if (path[0] != '/')
 		return -EREMOTE;
+	dir = g_path_get_dirname(path);
+	armed = folder_armed(dir); /* a local file system, then */
+	if (!armed && !changes_seen_here(path)) {
+		g_free(dir);
+		return -EREMOTE;
+	}
 	/* a symbolic link on the way may be pointed elsewhere, which no
 	 * watch of the path's folders sees */
 	real = realpath(path, NULL);
@@ -232,16 +279,8 @@ int watch_file(const char *path)
 		rc = set_up();
 	if (rc == 0 && (wd = add_file(path)) < 0)
 		rc = wd;
-	dir = g_path_get_dirname(path);
-	if (rc == 0)
-		rc = add(dir, FOLDER_EVENTS | IN_ONLYDIR);
-	while (rc == 0 && strcmp(dir, "/") != 0) {
-		char *up = g_path_get_dirname(dir);
-
-		g_free(dir);
-		dir = up;
-		rc = add(dir, ABOVE_EVENTS | IN_ONLYDIR);
-	}
+	if (rc == 0 && !armed)
+		rc = add_folders(dir);
 	g_free(dir);
 	if (rc < 0 && wd >= 0)
 		watch_forget(wd);
